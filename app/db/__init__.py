@@ -1,0 +1,1 @@
+"""Database access: tables, engine, dialect helpers and migrations."""

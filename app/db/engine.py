@@ -1,0 +1,55 @@
+"""Create the async engine with the options each database needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncSession
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def dialect_name(url: str) -> str:
+    """``postgresql``, ``mysql`` or ``sqlite``."""
+    return make_url(url).get_backend_name()
+
+
+def create_engine(url: str, pool_size: int = 5) -> AsyncEngine:
+    """An async engine for ``url``.
+
+    PostgreSQL and MySQL run at READ COMMITTED so that a statement issued after
+    a row lock was granted sees what the lock holder before us committed.
+    SQLite runs in WAL mode with a busy timeout so that several worker
+    processes can share one file.
+    """
+    backend = dialect_name(url)
+    options: dict[str, Any] = {"pool_pre_ping": True}
+    if backend == "sqlite":
+        options = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}}
+    else:
+        options.update(
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            pool_recycle=1800,
+            isolation_level="READ COMMITTED",
+        )
+    engine = create_async_engine(url, **options)
+    if backend == "sqlite":
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions that keep objects usable after commit (the framework owns commits)."""
+    return async_sessionmaker(engine, expire_on_commit=False, autoflush=True)

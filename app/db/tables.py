@@ -1,0 +1,99 @@
+"""The framework's own tables (SQLAlchemy Core). Alembic migrations create them.
+
+Invariants:
+- ``consumed_event`` has one row per (consumer_group, event_id) that took effect;
+  its primary key is the dedup record.
+- ``aggregate_version.last_version`` is the last version applied for that consumer;
+  ``NULL`` means "row exists, nothing applied yet" (used by the from-first-seen policy).
+- ``parked_event`` holds events that arrived ahead of their aggregate's next version,
+  with their raw bytes, until the gap closes.
+- ``failed_event`` holds events that failed for a consumer or could not be read
+  at all (consumer_group ``''``), with the reason.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+CONSUMER = 100
+EVENT_ID = 128
+AGG_TYPE = 100
+AGG_ID = 128
+EVENT_TYPE = 100
+TOPIC = 249
+
+consumed_event = Table(
+    "consumed_event",
+    metadata,
+    Column("consumer_group", String(CONSUMER), primary_key=True),
+    Column("event_id", String(EVENT_ID), primary_key=True),
+    Column("event_type", String(EVENT_TYPE), nullable=False),
+    Column("aggregate_type", String(AGG_TYPE), nullable=False),
+    Column("aggregate_id", String(AGG_ID), nullable=False),
+    Column("aggregate_version", Integer, nullable=True),
+    Column("applied_at", DateTime(timezone=True), nullable=False),
+)
+
+aggregate_version = Table(
+    "aggregate_version",
+    metadata,
+    Column("consumer_group", String(CONSUMER), primary_key=True),
+    Column("aggregate_type", String(AGG_TYPE), primary_key=True),
+    Column("aggregate_id", String(AGG_ID), primary_key=True),
+    Column("last_version", Integer, nullable=True),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+parked_event = Table(
+    "parked_event",
+    metadata,
+    Column("consumer_group", String(CONSUMER), primary_key=True),
+    Column("event_id", String(EVENT_ID), primary_key=True),
+    Column("aggregate_type", String(AGG_TYPE), nullable=False),
+    Column("aggregate_id", String(AGG_ID), nullable=False),
+    Column("aggregate_version", Integer, nullable=False),
+    Column("event_type", String(EVENT_TYPE), nullable=False),
+    Column("topic", String(TOPIC), nullable=False),
+    Column("partition", Integer, nullable=False),
+    Column("offset", BigInteger, nullable=False),
+    Column("record_key", LargeBinary, nullable=True),
+    Column("record_value", LargeBinary, nullable=False),
+    Column("record_headers", Text, nullable=False),
+    Column("parked_at", DateTime(timezone=True), nullable=False),
+    Index("ix_parked_event_aggregate", "consumer_group", "aggregate_type", "aggregate_id"),
+)
+
+failed_event = Table(
+    "failed_event",
+    metadata,
+    Column("consumer_group", String(CONSUMER), primary_key=True),
+    Column("topic", String(TOPIC), primary_key=True),
+    Column("partition", Integer, primary_key=True),
+    Column("offset", BigInteger, primary_key=True),
+    Column("event_id", String(EVENT_ID), nullable=True),
+    Column("event_type", String(EVENT_TYPE), nullable=True),
+    Column("aggregate_type", String(AGG_TYPE), nullable=True),
+    Column("aggregate_id", String(AGG_ID), nullable=True),
+    Column("aggregate_version", Integer, nullable=True),
+    Column("reason", String(40), nullable=False),
+    Column("exception_type", String(200), nullable=False),
+    Column("exception_message", Text, nullable=False),
+    Column("record_key", LargeBinary, nullable=True),
+    Column("record_value", LargeBinary, nullable=True),
+    Column("record_headers", Text, nullable=False),
+    Column("failed_at", DateTime(timezone=True), nullable=False),
+    Index("ix_failed_event_event_id", "event_id"),
+)

@@ -1,0 +1,77 @@
+"""The one exception tree of effectively-once.
+
+::
+
+    EffectivelyOnceError
+     ├── ConfigurationError        a mistake in settings or handler registration;
+     │                             raised at import or start-up, never at run time
+     ├── EventError                the event's own fault: it is routed, never retried in place
+     │    ├── RetryableError       a handler failed; the event may succeed later
+     │    ├── PermanentError       a handler says retrying cannot help (non-retryable)
+     │    └── PoisonError          the bytes cannot become an event at all
+     │         ├── UndecodableError      not JSON, or not a JSON object
+     │         ├── InvalidSchemaError    the envelope or its ``data`` fails validation
+     │         └── UnsupportedVersionError  a known eventType at an eventVersion no model reads
+     └── InfrastructureError       the database, Redis or the broker is unreachable, or
+                                   a transaction lost a race (deadlock, unique
+                                   conflict with a concurrent worker): not the event's
+                                   fault. The batch pauses and is retried in place;
+                                   it is never dead-lettered and its offsets never move.
+
+Any other exception a handler raises counts as retryable unless the handler
+declares its type non-retryable (``@handler(..., non_retryable=(KeyError,))``).
+"""
+
+from __future__ import annotations
+
+
+class EffectivelyOnceError(Exception):
+    """Base of every error this framework raises on purpose."""
+
+
+class ConfigurationError(EffectivelyOnceError):
+    """Settings or handler registration are wrong; the worker must not start."""
+
+
+class EventError(EffectivelyOnceError):
+    """Processing this one event failed because of the event (or its handler)."""
+
+    reason: str = "retryable"
+
+
+class RetryableError(EventError):
+    """A handler failed in a way that may succeed on a later attempt."""
+
+
+class PermanentError(EventError):
+    """A handler failed in a way no retry can fix; the event goes to the DLT directly."""
+
+    reason = "non-retryable"
+
+
+class PoisonError(EventError):
+    """The record cannot be turned into an event; it goes to the DLT once."""
+
+    reason = "poison"
+
+
+class UndecodableError(PoisonError):
+    """The value is not a JSON object."""
+
+    reason = "undecodable"
+
+
+class InvalidSchemaError(PoisonError):
+    """The envelope or its payload fails validation."""
+
+    reason = "invalid-schema"
+
+
+class UnsupportedVersionError(PoisonError):
+    """The eventType is known but no model reads this eventVersion."""
+
+    reason = "unsupported-version"
+
+
+class InfrastructureError(EffectivelyOnceError):
+    """A dependency is down or a transaction conflicted: pause, then retry in place."""

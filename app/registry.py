@@ -1,0 +1,111 @@
+"""``@handler``: how consumers declare what they do with which event.
+
+Registration mistakes raise ``ConfigurationError`` at import, not at 3 a.m.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.errors import ConfigurationError
+from schemas.registry import is_known_event_type
+
+HandlerFn = Callable[[Any, Any], Awaitable[None]]
+
+_CONSUMER_NAME_MAX = 100
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerSpec:
+    """One registered handler: which consumer runs ``fn`` on which event type."""
+
+    event_type: str
+    consumer: str
+    fn: HandlerFn
+    non_retryable: tuple[type[BaseException], ...] = ()
+
+    @property
+    def name(self) -> str:
+        """``module.function``, for logs and failure records."""
+        return f"{self.fn.__module__}.{self.fn.__qualname__}"
+
+
+@dataclass
+class Registry:
+    """Every handler, grouped by consumer and event type."""
+
+    _by_consumer: dict[str, dict[str, list[HandlerSpec]]] = field(default_factory=dict)
+
+    def add(self, spec: HandlerSpec) -> None:
+        """Register ``spec``; the same function twice for one event and consumer is a mistake."""
+        handlers = self._by_consumer.setdefault(spec.consumer, {}).setdefault(spec.event_type, [])
+        for existing in handlers:
+            if existing.name == spec.name:
+                raise ConfigurationError(
+                    f"{spec.name} is registered twice for {spec.event_type!r} "
+                    f"in consumer {spec.consumer!r}"
+                )
+        handlers.append(spec)
+
+    @property
+    def consumers(self) -> list[str]:
+        """Consumer names, sorted: each is a namespace of dedup records and versions."""
+        return sorted(self._by_consumer)
+
+    def handlers_for(self, consumer: str, event_type: str) -> list[HandlerSpec]:
+        """The handlers ``consumer`` runs for ``event_type`` (often none)."""
+        return self._by_consumer.get(consumer, {}).get(event_type, [])
+
+    def clear(self) -> None:
+        """Forget every handler (tests only)."""
+        self._by_consumer.clear()
+
+
+default_registry = Registry()
+
+
+def handler(
+    event_type: str,
+    *,
+    consumer: str,
+    non_retryable: tuple[type[BaseException], ...] = (),
+    registry: Registry | None = None,
+) -> Callable[[HandlerFn], HandlerFn]:
+    """Register ``async def fn(event, ctx)`` as ``consumer``'s handler of ``event_type``.
+
+    ``non_retryable`` lists exception types that send the event straight to the
+    DLT instead of through the retry tiers.
+    """
+    if not isinstance(event_type, str) or not is_known_event_type(event_type):
+        raise ConfigurationError(
+            f"@handler: unknown event type {event_type!r}; register its payload model "
+            "with @event_model in schemas/ first"
+        )
+    if not consumer or len(consumer) > _CONSUMER_NAME_MAX or not consumer.strip() == consumer:
+        raise ConfigurationError(
+            f"@handler: consumer must be a non-empty name of at most {_CONSUMER_NAME_MAX} "
+            f"characters without surrounding spaces, got {consumer!r}"
+        )
+    for exc_type in non_retryable:
+        if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):
+            raise ConfigurationError(f"@handler: non_retryable holds {exc_type!r}, not an exception type")
+
+    def register(fn: HandlerFn) -> HandlerFn:
+        if not inspect.iscoroutinefunction(fn):
+            raise ConfigurationError(
+                f"@handler: {getattr(fn, '__qualname__', fn)!r} must be an `async def` function"
+            )
+        params = inspect.signature(fn).parameters
+        if len(params) != 2:
+            raise ConfigurationError(
+                f"@handler: {fn.__qualname__} must take exactly (event, ctx), "
+                f"it takes {list(params)}"
+            )
+        spec = HandlerSpec(event_type, consumer, fn, tuple(non_retryable))
+        (registry or default_registry).add(spec)
+        return fn
+
+    return register

@@ -1,0 +1,74 @@
+"""The one settings object, read from the environment and validated at start-up.
+
+Every field is documented in the README with its default. The names of the
+environment variables are a public contract: renaming one is a breaking change.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from functools import lru_cache
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.db.urls import normalise_database_url
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./effectively_once.db"
+
+
+class UnseenAggregatePolicy(StrEnum):
+    """Where the version gate starts for an aggregate it has never seen.
+
+    ``from-one``: only version 1 applies; a later version waits (parked) for
+    the versions before it. Right for a consumer that reads the topic from its
+    beginning.
+    ``from-first-seen``: the first version seen is accepted as the start. Right
+    for a consumer deployed against a topic whose early history is gone.
+    """
+
+    FROM_ONE = "from-one"
+    FROM_FIRST_SEEN = "from-first-seen"
+
+
+class Settings(BaseSettings):
+    """Runtime configuration of a worker (see README, "Settings")."""
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    broker_url: str = "kafka://localhost:9092"
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str | None = None
+    order_topic: str = "order-event-topic"
+    order_topic_partitions: int = Field(default=8, ge=1)
+    app_id: str = "order-consumers"
+    handler_modules: str = "handlers"
+    batch_size: int = Field(default=500, ge=1, le=100_000)
+    batch_wait_seconds: float = Field(default=0.1, gt=0, le=60)
+    unseen_aggregate_policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE
+    migrate_on_start: bool = True
+    broker_session_timeout_seconds: float = Field(default=10.0, gt=0)
+    infra_retry_initial_seconds: float = Field(default=0.5, gt=0)
+    infra_retry_max_seconds: float = Field(default=30.0, gt=0)
+    db_pool_size: int = Field(default=5, ge=1)
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, value: str) -> str:
+        return normalise_database_url(value)
+
+    @field_validator("redis_url")
+    @classmethod
+    def _blank_is_unset(cls, value: str | None) -> str | None:
+        return value or None
+
+    @property
+    def handler_module_names(self) -> list[str]:
+        """The modules imported at start so that their ``@handler``s register."""
+        return [name.strip() for name in self.handler_modules.split(",") if name.strip()]
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()

@@ -1,0 +1,1 @@
+"""Dead-letter topics, retry policy and the replay command (see the failures issue)."""

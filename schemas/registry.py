@@ -1,0 +1,42 @@
+"""Which payload model reads which ``(eventType, eventVersion)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+ModelT = TypeVar("ModelT", bound=type[BaseModel])
+
+_MODELS: dict[tuple[str, int], type[BaseModel]] = {}
+
+
+def event_model(event_type: str, version: int = 1) -> Callable[[ModelT], ModelT]:
+    """Register the decorated pydantic model as the payload of ``event_type`` at ``version``."""
+
+    def register(model: ModelT) -> ModelT:
+        existing = _MODELS.get((event_type, version))
+        if existing is not None and existing is not model:
+            raise ValueError(
+                f"{event_type} v{version} already has a model: {existing.__qualname__}"
+            )
+        _MODELS[(event_type, version)] = model
+        return model
+
+    return register
+
+
+def model_for(event_type: str, version: int) -> type[BaseModel] | None:
+    """The payload model of ``event_type`` at ``version``, or ``None``."""
+    return _MODELS.get((event_type, version))
+
+
+def is_known_event_type(event_type: str) -> bool:
+    """True when at least one version of ``event_type`` has a model."""
+    return any(known == event_type for known, _ in _MODELS)
+
+
+def known_event_types() -> set[str]:
+    """Every eventType with at least one model."""
+    return {known for known, _ in _MODELS}
