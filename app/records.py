@@ -6,7 +6,10 @@ The runtime adapter turns whatever its Kafka client hands out into
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
+
+import orjson
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,3 +36,15 @@ class RawRecord:
     def position(self) -> str:
         """``topic[partition]@offset``, for logs and error messages."""
         return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+def headers_to_json(headers: tuple[tuple[str, bytes], ...]) -> str:
+    """Headers as a JSON text (values base64) for storage next to a parked or failed event."""
+    return orjson.dumps(
+        [[key, base64.b64encode(value).decode()] for key, value in headers]
+    ).decode()
+
+
+def headers_from_json(text: str) -> tuple[tuple[str, bytes], ...]:
+    """The inverse of ``headers_to_json``."""
+    return tuple((key, base64.b64decode(value)) for key, value in orjson.loads(text))

@@ -91,7 +91,9 @@ def handler(
         )
     for exc_type in non_retryable:
         if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):
-            raise ConfigurationError(f"@handler: non_retryable holds {exc_type!r}, not an exception type")
+            raise ConfigurationError(
+                f"@handler: non_retryable holds {exc_type!r}, not an exception type"
+            )
 
     def register(fn: HandlerFn) -> HandlerFn:
         if not inspect.iscoroutinefunction(fn):

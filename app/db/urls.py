@@ -23,7 +23,5 @@ def normalise_database_url(url: str) -> str:
         return url
     driver = _ASYNC_DRIVERS.get(scheme.lower())
     if driver is None:
-        raise ValueError(
-            f"unsupported database scheme {scheme!r}; use postgresql, mysql or sqlite"
-        )
+        raise ValueError(f"unsupported database scheme {scheme!r}; use postgresql, mysql or sqlite")
     return f"{driver}://{rest}"

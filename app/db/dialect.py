@@ -1,0 +1,73 @@
+"""The few statements whose SQL differs between PostgreSQL, MySQL/MariaDB and SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, Table
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.dml import Insert
+
+
+def backend(session: AsyncSession) -> str:
+    """``postgresql``, ``mysql`` or ``sqlite`` for the session's bind."""
+    return session.get_bind().dialect.name
+
+
+def insert_ignore_stmt(dialect: str, table: Table) -> Insert:
+    """An INSERT that skips rows whose primary key already exists."""
+    if dialect == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing()
+    if dialect == "sqlite":
+        return sqlite.insert(table).on_conflict_do_nothing()
+    if dialect in ("mysql", "mariadb"):
+        return mysql.insert(table).prefix_with("IGNORE")
+    raise ValueError(f"unsupported database dialect {dialect!r}")
+
+
+async def insert_ignore(
+    session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]
+) -> None:
+    """Insert ``rows``, skipping those whose key exists (one executemany round trip)."""
+    if rows:
+        await session.execute(insert_ignore_stmt(backend(session), table), list(rows))
+
+
+def add_on_conflict_stmt(dialect: str, table: Table, key: str, column: str) -> Insert:
+    """INSERT a row, or add its ``column`` value to the existing row's (an atomic counter)."""
+    if dialect in ("postgresql", "sqlite"):
+        ins = (postgresql if dialect == "postgresql" else sqlite).insert(table)
+        return ins.on_conflict_do_update(
+            index_elements=[key],
+            set_={column: table.c[column] + ins.excluded[column]},
+        )
+    if dialect in ("mysql", "mariadb"):
+        my = mysql.insert(table)
+        return my.on_duplicate_key_update({column: table.c[column] + my.inserted[column]})
+    raise ValueError(f"unsupported database dialect {dialect!r}")
+
+
+async def add_to_counter(
+    session: AsyncSession, table: Table, key: str, column: str, rows: Sequence[dict[str, Any]]
+) -> None:
+    """For each row, create it or add its ``column`` to the stored value."""
+    if rows:
+        stmt = add_on_conflict_stmt(backend(session), table, key, column)
+        await session.execute(stmt, list(rows))
+
+
+async def insert_missing(
+    session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]
+) -> int:
+    """Insert ``rows`` in one multi-row statement, skipping those whose key exists.
+
+    Returns how many rows were inserted, so a caller can tell "new" from "seen
+    before" without a SELECT first (one round trip on every dialect).
+    """
+    if not rows:
+        return 0
+    stmt = insert_ignore_stmt(backend(session), table).values(list(rows))
+    result = cast(CursorResult[Any], await session.execute(stmt))
+    return result.rowcount

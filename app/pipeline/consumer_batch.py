@@ -1,0 +1,149 @@
+"""One consumer, one batch, one transaction: dedup, version gate, apply, park, drain.
+
+The order inside the transaction matters:
+1. lock the batch's aggregate version rows (so nobody else applies them meanwhile),
+2. read which eventIds this consumer already applied or parked (dedup, after the lock
+   so a concurrent worker's commit is visible),
+3. read the parked events of the batch's aggregates (so a gap can close),
+4. walk the events in arrival order: duplicate, stale, park, or apply and drain
+   the parked successors,
+5. write dedup records, versions, parked rows and failures in a few statements.
+The caller commits; only after that may the offsets move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.context import HandlerContext
+from app.pipeline.apply import HandlerFailed, Mode, apply_isolated, run_handlers
+from app.pipeline.decode import Decoded, decode
+from app.pipeline.gate import Gate, decide, effective_last
+from app.pipeline.outcomes import Applied, Duplicate, Failed, Outcome, Parked, Stale
+from app.pipeline.store import (
+    Aggregate,
+    BatchChanges,
+    ConsumerStore,
+    ParkedRow,
+    failure_row,
+    now,
+    parked_row,
+)
+from app.registry import Registry
+from app.settings import UnseenAggregatePolicy
+
+
+@dataclass
+class ConsumerBatch:
+    """Processes one batch of decoded events for one consumer in an open transaction."""
+
+    consumer: str
+    registry: Registry
+    policy: UnseenAggregatePolicy
+    ctx: HandlerContext
+    mode: Mode
+    outcomes: list[Outcome] = field(default_factory=list)
+    _changes: BatchChanges = field(default_factory=BatchChanges.empty)
+    _versions: dict[Aggregate, int | None] = field(default_factory=dict)
+    _parked_db: dict[Aggregate, dict[int, ParkedRow]] = field(default_factory=dict)
+    _parked_here: dict[Aggregate, dict[int, Decoded]] = field(default_factory=dict)
+
+    async def run(self, events: list[Decoded]) -> list[Outcome]:
+        """Process ``events`` (arrival order) and write the results; the caller commits."""
+        store = ConsumerStore(self.ctx.session, self.consumer)
+        gated = [e.event.aggregate for e in events if e.event.aggregate_version is not None]
+        self._versions = await store.lock_versions(gated)
+        seen = await store.seen_event_ids([e.event_id for e in events])
+        self._parked_db = await store.parked_for(gated)
+        for item in events:
+            if item.event_id in seen:
+                self._out(Duplicate, item)
+                continue
+            seen.add(item.event_id)
+            await self._gate(item)
+        self._changes.parked = [
+            parked_row(self.consumer, item.event, item.record)
+            for slots in self._parked_here.values()
+            for item in slots.values()
+        ]
+        await store.save(self._changes)
+        return self.outcomes
+
+    async def _gate(self, item: Decoded) -> None:
+        version = item.event.aggregate_version
+        if version is None:
+            await self._apply(item)
+            return
+        agg = item.event.aggregate
+        last = effective_last(self._versions.get(agg), version, self.policy)
+        verdict = decide(last, version)
+        if verdict is Gate.STALE:
+            self._out(Stale, item, f"version {version} <= last applied {last}")
+        elif verdict is Gate.PARK:
+            slots = self._parked_here.setdefault(agg, {})
+            if version in slots or version in self._parked_db.get(agg, {}):
+                self._out(Stale, item, f"another event already holds version {version}")
+                return
+            slots[version] = item
+            self._out(Parked, item, f"waiting for version {last + 1}")
+        elif await self._apply(item):
+            self._versions[agg] = version
+            self._changes.versions[agg] = version
+            await self._drain(agg)
+
+    async def _drain(self, agg: Aggregate) -> None:
+        """Apply the parked successors of ``agg`` while they form an unbroken chain."""
+        while True:
+            last = self._versions[agg]
+            assert last is not None  # the caller just applied a version
+            nxt = last + 1
+            here = self._parked_here.get(agg, {}).pop(nxt, None)
+            stored = self._parked_db.get(agg, {}).pop(nxt, None)
+            if stored is not None:
+                self._changes.unparked.add(stored.event_id)
+                found = decode(stored.record)
+                if not isinstance(found, Decoded):  # pragma: no cover - it decoded when parked
+                    return
+                here = found
+            if here is None:
+                return
+            if not await self._apply(here):
+                return
+            self._versions[agg] = nxt
+            self._changes.versions[agg] = nxt
+
+    async def _apply(self, item: Decoded) -> bool:
+        """Run the handlers; on success add the dedup record. False when a handler failed."""
+        handlers = self.registry.handlers_for(self.consumer, item.event.event_type)
+        if handlers:
+            try:
+                if self.mode is Mode.FAST:
+                    await run_handlers(handlers, item, self.ctx)
+                else:
+                    await apply_isolated(handlers, item, self.ctx)
+            except HandlerFailed as failed:
+                if self.mode is Mode.FAST:
+                    raise
+                self._changes.failed.append(
+                    failure_row(self.consumer, item.record, item.event, failed.reason, failed.cause)
+                )
+                self._out(Failed, item, str(failed))
+                return False
+        event = item.event
+        self._changes.consumed.append(
+            {
+                "consumer_group": self.consumer,
+                "event_id": event.event_id,
+                "event_type": event.event_type,
+                "aggregate_type": event.aggregate_type,
+                "aggregate_id": event.aggregate_id,
+                "aggregate_version": event.aggregate_version,
+                "applied_at": now(),
+            }
+        )
+        self._out(Applied, item)
+        return True
+
+    def _out(self, make: Callable[..., Outcome], item: Decoded, *detail: str) -> None:
+        self.outcomes.append(make(self.consumer, item.event_id, item.event.event_type, *detail))

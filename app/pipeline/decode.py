@@ -1,0 +1,89 @@
+"""Decode stage: raw bytes to a typed event, or to a poison verdict. Pure, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from app.errors import InvalidSchemaError, PoisonError, UndecodableError, UnsupportedVersionError
+from app.records import RawRecord
+from schemas.envelope import Event, RawEnvelope
+from schemas.registry import is_known_event_type, model_for
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A record that is a valid event. ``known`` is False for an eventType no schema knows:
+    such an event carries no work but still advances every consumer's version."""
+
+    record: RawRecord
+    event: Event
+    known: bool
+
+    @property
+    def event_id(self) -> str:
+        """The event's ``eventId``."""
+        return self.event.event_id
+
+
+@dataclass(frozen=True, slots=True)
+class Poison:
+    """A record that cannot become an event, and why. ``envelope`` is set when it could be read."""
+
+    record: RawRecord
+    error: PoisonError
+    envelope: RawEnvelope | None = None
+
+
+def decode(record: RawRecord) -> Decoded | Poison:
+    """Turn one record into a typed event; never raises for bad input."""
+    try:
+        raw: Any = orjson.loads(record.value or b"")
+    except orjson.JSONDecodeError as exc:
+        return Poison(record, UndecodableError(f"value is not JSON: {exc}"))
+    if not isinstance(raw, dict):
+        return Poison(
+            record, UndecodableError(f"value is JSON {type(raw).__name__}, not an object")
+        )
+    try:
+        envelope = RawEnvelope.model_validate(raw)
+    except ValidationError as exc:
+        return Poison(record, InvalidSchemaError(f"envelope: {_summary(exc)}"))
+    model = model_for(envelope.event_type, envelope.event_version)
+    if model is None:
+        if is_known_event_type(envelope.event_type):
+            return Poison(
+                record,
+                UnsupportedVersionError(
+                    f"{envelope.event_type} has no model for eventVersion {envelope.event_version}"
+                ),
+                envelope,
+            )
+        return Decoded(record, envelope, known=False)
+    try:
+        data = model.model_validate(envelope.data)
+    except ValidationError as exc:
+        return Poison(record, InvalidSchemaError(f"data: {_summary(exc)}"), envelope)
+    return Decoded(record, envelope.model_copy(update={"data": data}), known=True)
+
+
+def decode_batch(records: list[RawRecord]) -> tuple[list[Decoded], list[Poison]]:
+    """Split a batch into events (in arrival order) and poison."""
+    events: list[Decoded] = []
+    poison: list[Poison] = []
+    for record in records:
+        result = decode(record)
+        (events if isinstance(result, Decoded) else poison).append(result)  # type: ignore[arg-type]
+    return events, poison
+
+
+def _summary(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(loc) for loc in error["loc"]) or "(root)"
+        parts.append(f"{where}: {error['msg']}")
+    more = exc.error_count() - len(parts)
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

@@ -1,0 +1,56 @@
+"""What happened to one event for one consumer: values, not exceptions.
+
+Metrics, logs and tests assert on these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """The outcome names, as they appear in metrics and logs."""
+
+    APPLIED = "applied"
+    DUPLICATE = "duplicate"
+    STALE = "stale"
+    PARKED = "parked"
+    FAILED = "failed"
+    POISON = "poison"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """``kind`` happened to ``event_id`` for ``consumer`` (``""`` for poison: no consumer's)."""
+
+    kind: Kind
+    consumer: str
+    event_id: str | None
+    event_type: str | None = None
+    detail: str = ""
+
+
+def Applied(consumer: str, event_id: str, event_type: str) -> Outcome:
+    """The event's effects and dedup record committed (or, without work, it took its version)."""
+    return Outcome(Kind.APPLIED, consumer, event_id, event_type)
+
+
+def Duplicate(consumer: str, event_id: str, event_type: str) -> Outcome:
+    """The consumer already applied (or parked) this eventId."""
+    return Outcome(Kind.DUPLICATE, consumer, event_id, event_type)
+
+
+def Stale(consumer: str, event_id: str, event_type: str, detail: str) -> Outcome:
+    """The aggregate is already past this version."""
+    return Outcome(Kind.STALE, consumer, event_id, event_type, detail)
+
+
+def Parked(consumer: str, event_id: str, event_type: str, detail: str) -> Outcome:
+    """The event waits in the database for an earlier version of its aggregate."""
+    return Outcome(Kind.PARKED, consumer, event_id, event_type, detail)
+
+
+def Failed(consumer: str, event_id: str, event_type: str, detail: str) -> Outcome:
+    """A handler raised; the failure is recorded and the aggregate waits for this event."""
+    return Outcome(Kind.FAILED, consumer, event_id, event_type, detail)

@@ -1,0 +1,72 @@
+"""Pause and retry in place: how the pipeline meets an infrastructure failure.
+
+The batch is not the event's fault when the database, Redis or the broker is
+down, so it is neither routed nor acked: the same work is retried, with
+exponential back-off, until it succeeds or the worker stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from app.pipeline.classify import is_infrastructure
+
+T = TypeVar("T")
+log = logging.getLogger("effectively_once.pause")
+
+Sleep = Callable[[float], Awaitable[None]]
+OnPause = Callable[[str, BaseException, float], None]
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential back-off between ``initial`` and ``maximum`` seconds."""
+
+    initial: float = 0.5
+    maximum: float = 30.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before attempt ``attempt + 1`` (attempts count from 1)."""
+        return min(self.maximum, self.initial * (2 ** (attempt - 1)))
+
+
+async def retry_in_place(
+    what: str,
+    operation: Callable[[], Awaitable[T]],
+    backoff: Backoff,
+    sleep: Sleep = asyncio.sleep,
+    on_pause: OnPause | None = None,
+) -> T:
+    """Run ``operation`` until it succeeds, pausing on infrastructure failures.
+
+    Any other exception propagates: it is a bug or the event's fault, not a pause.
+    """
+    attempt = 0
+    while True:
+        try:
+            result = await operation()
+        except Exception as exc:
+            if not is_infrastructure(exc):
+                raise
+            attempt += 1
+            delay = backoff.delay(attempt)
+            log.error(
+                "infrastructure failure during %s (attempt %d), pausing %.1fs and retrying "
+                "in place; offsets will not move: %s: %s",
+                what,
+                attempt,
+                delay,
+                type(exc).__name__,
+                exc,
+            )
+            if on_pause is not None:
+                on_pause(what, exc, delay)
+            await sleep(delay)
+        else:
+            if attempt:
+                log.warning("%s recovered after %d paused attempt(s)", what, attempt)
+            return result

@@ -1,0 +1,228 @@
+"""The framework's reads and writes for one consumer's batch, inside its transaction.
+
+Every read here happens after ``lock_versions`` took the row locks of the
+batch's aggregates, so a concurrent worker (or a zombie after a rebalance)
+either committed before we read or waits until we commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import bindparam, delete, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.dialect import insert_ignore
+from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
+from app.records import RawRecord, headers_from_json, headers_to_json
+
+Aggregate = tuple[str, str]
+
+# Large IN lists are split so that no statement exceeds a driver's parameter limit.
+_CHUNK = 500
+
+
+def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def now() -> datetime:
+    """The timestamp written into the framework's tables."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedRow:
+    """A parked event as stored: enough to decode and apply it later."""
+
+    event_id: str
+    version: int
+    record: RawRecord
+
+
+class ConsumerStore:
+    """Reads and writes of one consumer's dedup, version and parking tables."""
+
+    def __init__(self, session: AsyncSession, consumer: str) -> None:
+        self.session = session
+        self.consumer = consumer
+
+    async def lock_versions(self, aggregates: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
+        """Lock (creating if needed) the version rows of ``aggregates``; return their last version.
+
+        Rows are locked in sorted order so two workers can't deadlock on them.
+        """
+        wanted = sorted(set(aggregates))
+        if not wanted:
+            return {}
+        versions = await self._select_for_update(wanted)
+        missing = [agg for agg in wanted if agg not in versions]
+        if missing:
+            stamp = now()
+            await insert_ignore(
+                self.session,
+                aggregate_version,
+                [
+                    {
+                        "consumer_group": self.consumer,
+                        "aggregate_type": agg_type,
+                        "aggregate_id": agg_id,
+                        "last_version": None,
+                        "updated_at": stamp,
+                    }
+                    for agg_type, agg_id in missing
+                ],
+            )
+            # Another worker may have inserted some of them first: lock what is there now.
+            versions.update(await self._select_for_update(missing))
+        return versions
+
+    async def _select_for_update(self, aggs: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
+        t = aggregate_version
+        found: dict[Aggregate, int | None] = {}
+        for chunk in _chunks(aggs):
+            stmt = (
+                select(t.c.aggregate_type, t.c.aggregate_id, t.c.last_version)
+                .where(t.c.consumer_group == self.consumer)
+                .where(tuple_(t.c.aggregate_type, t.c.aggregate_id).in_(list(chunk)))
+                .order_by(t.c.aggregate_type, t.c.aggregate_id)
+                .with_for_update()
+            )
+            for agg_type, agg_id, last in await self.session.execute(stmt):
+                found[(agg_type, agg_id)] = last
+        return found
+
+    async def seen_event_ids(self, event_ids: Sequence[str]) -> set[str]:
+        """Which of ``event_ids`` this consumer already applied or parked."""
+        seen: set[str] = set()
+        unique = sorted(set(event_ids))
+        for table in (consumed_event, parked_event):
+            for chunk in _chunks(unique):
+                stmt = select(table.c.event_id).where(
+                    table.c.consumer_group == self.consumer, table.c.event_id.in_(list(chunk))
+                )
+                seen.update((await self.session.scalars(stmt)).all())
+        return seen
+
+    async def parked_for(
+        self, aggregates: Sequence[Aggregate]
+    ) -> dict[Aggregate, dict[int, ParkedRow]]:
+        """Parked events of ``aggregates`` by version (usually none)."""
+        t = parked_event
+        result: dict[Aggregate, dict[int, ParkedRow]] = {}
+        for chunk in _chunks(sorted(set(aggregates))):
+            stmt = select(t).where(
+                t.c.consumer_group == self.consumer,
+                tuple_(t.c.aggregate_type, t.c.aggregate_id).in_(list(chunk)),
+            )
+            for row in (await self.session.execute(stmt)).mappings():
+                record = RawRecord(
+                    topic=row["topic"],
+                    partition=row["partition"],
+                    offset=row["offset"],
+                    key=row["record_key"],
+                    value=row["record_value"],
+                    headers=headers_from_json(row["record_headers"]),
+                )
+                slot = result.setdefault((row["aggregate_type"], row["aggregate_id"]), {})
+                slot[row["aggregate_version"]] = ParkedRow(
+                    row["event_id"], row["aggregate_version"], record
+                )
+        return result
+
+    async def save(self, changes: BatchChanges) -> None:
+        """Write the batch's dedup records, versions, parked and unparked events, failures."""
+        if changes.consumed:
+            await self.session.execute(consumed_event.insert(), changes.consumed)
+        if changes.versions:
+            t = aggregate_version
+            stamp = now()
+            stmt = (
+                update(t)
+                .where(
+                    t.c.consumer_group == bindparam("b_consumer"),
+                    t.c.aggregate_type == bindparam("b_type"),
+                    t.c.aggregate_id == bindparam("b_id"),
+                )
+                .values(last_version=bindparam("b_version"), updated_at=stamp)
+            )
+            rows = [
+                {"b_consumer": self.consumer, "b_type": agg[0], "b_id": agg[1], "b_version": v}
+                for agg, v in sorted(changes.versions.items())
+            ]
+            await self.session.execute(stmt, rows, execution_options={"synchronize_session": False})
+        if changes.unparked:
+            for chunk in _chunks(sorted(changes.unparked)):
+                await self.session.execute(
+                    delete(parked_event).where(
+                        parked_event.c.consumer_group == self.consumer,
+                        parked_event.c.event_id.in_(list(chunk)),
+                    )
+                )
+        if changes.parked:
+            await self.session.execute(parked_event.insert(), changes.parked)
+        if changes.failed:
+            await insert_ignore(self.session, failed_event, changes.failed)
+
+
+@dataclass
+class BatchChanges:
+    """Rows one consumer's batch writes, collected in memory and written in a few statements."""
+
+    consumed: list[dict[str, Any]]
+    versions: dict[Aggregate, int]
+    parked: list[dict[str, Any]]
+    unparked: set[str]
+    failed: list[dict[str, Any]]
+
+    @classmethod
+    def empty(cls) -> BatchChanges:
+        """Nothing to write yet."""
+        return cls([], {}, [], set(), [])
+
+
+def parked_row(consumer: str, event: Any, record: RawRecord) -> dict[str, Any]:
+    """The ``parked_event`` row of a versioned event that arrived early."""
+    return {
+        "consumer_group": consumer,
+        "event_id": event.event_id,
+        "aggregate_type": event.aggregate_type,
+        "aggregate_id": event.aggregate_id,
+        "aggregate_version": event.aggregate_version,
+        "event_type": event.event_type,
+        "topic": record.topic,
+        "partition": record.partition,
+        "offset": record.offset,
+        "record_key": record.key,
+        "record_value": record.value or b"",
+        "record_headers": headers_to_json(record.headers),
+        "parked_at": now(),
+    }
+
+
+def failure_row(
+    consumer: str, record: RawRecord, event: Any | None, reason: str, exc: BaseException
+) -> dict[str, Any]:
+    """The ``failed_event`` row of a record that failed for ``consumer`` (``""``: unreadable)."""
+    return {
+        "consumer_group": consumer,
+        "topic": record.topic,
+        "partition": record.partition,
+        "offset": record.offset,
+        "event_id": getattr(event, "event_id", None),
+        "event_type": getattr(event, "event_type", None),
+        "aggregate_type": getattr(event, "aggregate_type", None),
+        "aggregate_id": getattr(event, "aggregate_id", None),
+        "aggregate_version": getattr(event, "aggregate_version", None),
+        "reason": reason,
+        "exception_type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+        "exception_message": str(exc)[:4000],
+        "record_key": record.key,
+        "record_value": record.value,
+        "record_headers": headers_to_json(record.headers),
+        "failed_at": now(),
+    }

@@ -1,0 +1,24 @@
+"""faust message → ``RawRecord``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.records import RawRecord
+
+
+def to_record(event: Any) -> RawRecord:
+    """The broker-neutral copy of a faust event's message."""
+    message = event.message
+    headers = message.headers or ()
+    if isinstance(headers, dict):
+        headers = headers.items()
+    return RawRecord(
+        topic=message.topic,
+        partition=message.partition,
+        offset=message.offset,
+        key=message.key,
+        value=message.value,
+        headers=tuple((str(k), bytes(v) if v is not None else b"") for k, v in headers),
+        timestamp_ms=int(message.timestamp * 1000) if message.timestamp else None,
+    )

@@ -1,0 +1,66 @@
+"""What a worker builds once at start: handlers, schema, engine, processor."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db.engine import create_engine, dialect_name, session_factory
+from app.errors import ConfigurationError
+from app.pipeline.pause import Backoff, retry_in_place
+from app.pipeline.processor import BatchProcessor
+from app.registry import Registry, default_registry
+from app.settings import Settings
+
+log = logging.getLogger("effectively_once.worker")
+
+
+def import_handlers(settings: Settings, registry: Registry = default_registry) -> Registry:
+    """Import the handler modules so their ``@handler``s register; at least one consumer needed."""
+    for name in settings.handler_module_names:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            raise ConfigurationError(f"HANDLER_MODULES: cannot import {name!r}: {exc}") from exc
+    if not registry.consumers:
+        raise ConfigurationError(
+            f"no @handler registered by HANDLER_MODULES={settings.handler_modules!r}"
+        )
+    return registry
+
+
+@dataclass
+class Services:
+    """The long-lived objects of one worker process."""
+
+    settings: Settings
+    engine: AsyncEngine
+    processor: BatchProcessor
+
+    async def close(self) -> None:
+        """Release the database connections."""
+        await self.engine.dispose()
+
+
+async def start_services(settings: Settings, registry: Registry) -> Services:
+    """Migrate (unless disabled) and build the processor; waits for the database to answer."""
+    backoff = Backoff(settings.infra_retry_initial_seconds, settings.infra_retry_max_seconds)
+    if settings.migrate_on_start:
+        from app.db.migrate import upgrade_to_head
+
+        await retry_in_place(
+            "schema migration", lambda: upgrade_to_head(settings.database_url), backoff
+        )
+    engine = create_engine(settings.database_url, settings.db_pool_size)
+    processor = BatchProcessor(
+        sessions=session_factory(engine),
+        registry=registry,
+        policy=settings.unseen_aggregate_policy,
+        backoff=backoff,
+        concurrent_consumers=dialect_name(settings.database_url) != "sqlite",
+    )
+    log.info("consumers: %s", ", ".join(registry.consumers))
+    return Services(settings, engine, processor)
