@@ -84,10 +84,19 @@ def handler(
             f"@handler: unknown event type {event_type!r}; register its payload model "
             "with @event_model in schemas/ first"
         )
-    if not consumer or len(consumer) > _CONSUMER_NAME_MAX or not consumer.strip() == consumer:
+    if (
+        not isinstance(consumer, str)
+        or not consumer
+        or len(consumer) > _CONSUMER_NAME_MAX
+        or consumer.strip() != consumer
+    ):
         raise ConfigurationError(
             f"@handler: consumer must be a non-empty name of at most {_CONSUMER_NAME_MAX} "
             f"characters without surrounding spaces, got {consumer!r}"
+        )
+    if not isinstance(non_retryable, tuple):
+        raise ConfigurationError(
+            f"@handler: non_retryable must be a tuple of exception types, got {non_retryable!r}"
         )
     for exc_type in non_retryable:
         if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):

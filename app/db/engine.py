@@ -6,8 +6,12 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -38,16 +42,27 @@ def create_engine(url: str, pool_size: int = 5) -> AsyncEngine:
         )
     engine = create_async_engine(url, **options)
     if backend == "sqlite":
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "connect", _sqlite_connect)
+        event.listen(engine.sync_engine, "begin", _sqlite_begin)
     return engine
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # The driver's own implicit BEGIN would make a leading SAVEPOINT start (and its
+    # RELEASE commit) the transaction; SQLAlchemy's documented fix is to emit BEGIN
+    # ourselves (see ``_sqlite_begin``).
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _sqlite_begin(connection: Any) -> None:
+    # IMMEDIATE takes the write lock up front: concurrent writers wait (busy timeout)
+    # instead of failing when a read lock would have to be upgraded.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

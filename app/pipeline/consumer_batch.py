@@ -76,7 +76,12 @@ class ConsumerBatch:
             await self._apply(item)
             return
         agg = item.event.aggregate
-        last = effective_last(self._versions.get(agg), version, self.policy)
+        stored = self._versions.get(agg)
+        last = effective_last(stored, version, self.policy)
+        if stored is None and last:
+            # The start adopted for an unseen aggregate is kept even if this event fails,
+            # so that its successors wait for it.
+            self._versions[agg] = self._changes.versions[agg] = last
         verdict = decide(last, version)
         if verdict is Gate.STALE:
             self._out(Stale, item, f"version {version} <= last applied {last}")

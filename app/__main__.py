@@ -1,0 +1,31 @@
+"""``python -m app``: the project's command line.
+
+Each command lives in a small module exposing ``register(cli)``; list the
+module here to add it. Modules are imported only when the CLI runs.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import typer
+
+COMMAND_MODULES = ("app.demo.cli",)
+
+
+def build_cli() -> typer.Typer:
+    """The typer application with every command module registered."""
+    cli = typer.Typer(
+        help="effectively-once: apply each event's effect exactly once, in order.",
+        no_args_is_help=True,
+        add_completion=False,
+    )
+    # A callback keeps typer in multi-command mode even while only one command exists.
+    cli.callback()(lambda: None)
+    for name in COMMAND_MODULES:
+        import_module(name).register(cli)
+    return cli
+
+
+if __name__ == "__main__":
+    build_cli()(prog_name="python -m app")

@@ -1,0 +1,69 @@
+"""Fixtures for the pipeline tests: a real SQLite file database, no broker.
+
+Each test gets a fresh database file holding the framework's tables and the
+``effect`` table test handlers write to, a fresh ``Registry``, records with
+increasing offsets, and a factory of ``BatchProcessor``s over all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db import tables
+from app.db.engine import create_engine, session_factory
+from app.pipeline.pause import Backoff
+from app.pipeline.processor import BatchProcessor
+from app.registry import Registry
+from tests.pipeline.events import Records
+from tests.pipeline.support import Db, test_metadata
+
+TINY_BACKOFF = Backoff(initial=0.001, maximum=0.001)
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    """A SQLite file database with the framework's tables and the ``effect`` table."""
+    eng = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'pipeline.db'}")
+    async with eng.begin() as conn:
+        await conn.run_sync(tables.metadata.create_all)
+        await conn.run_sync(test_metadata.create_all)
+    yield eng
+    await eng.dispose()
+
+
+@pytest.fixture
+def registry() -> Registry:
+    """A registry of its own for each test: no handler leaks between tests."""
+    return Registry()
+
+
+@pytest.fixture
+def records() -> Records:
+    """Records with increasing offsets on partition 0."""
+    return Records()
+
+
+@pytest.fixture
+def make_processor(engine: AsyncEngine, registry: Registry) -> Callable[..., BatchProcessor]:
+    """``make_processor(**overrides)``: a new processor over the test database and registry.
+
+    Consumers run one after the other and infrastructure pauses last a millisecond.
+    """
+
+    def make(**overrides: Any) -> BatchProcessor:
+        options: dict[str, Any] = {"concurrent_consumers": False, "backoff": TINY_BACKOFF}
+        options.update(overrides)
+        return BatchProcessor(session_factory(engine), registry, **options)
+
+    return make
+
+
+@pytest.fixture
+def db(engine: AsyncEngine) -> Db:
+    """Read access to the test database."""
+    return Db(engine)

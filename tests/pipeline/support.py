@@ -1,0 +1,94 @@
+"""What the pipeline tests share besides fixtures: the ``effect`` table, and reads of the database.
+
+Test handlers write one ``effect`` row per call through ``ctx.session``, so a
+rolled-back effect is visible as a missing row and a doubled one as two rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Column, Integer, MetaData, String, Table, insert, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.context import HandlerContext
+from app.db import tables
+from app.pipeline.outcomes import Kind, Outcome
+from app.pipeline.processor import BatchProcessor
+
+MakeProcessor = Callable[..., BatchProcessor]
+
+test_metadata = MetaData()
+
+effect = Table(
+    "effect",
+    test_metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("consumer", String(100), nullable=False),
+    Column("event_id", String(128), nullable=False),
+    Column("aggregate_id", String(128), nullable=False),
+    Column("aggregate_version", Integer, nullable=True),
+)
+
+
+async def write_effect(event: Any, ctx: HandlerContext) -> None:
+    """What a test handler does to the database: one ``effect`` row per call."""
+    await ctx.session.execute(
+        insert(effect).values(
+            consumer=ctx.consumer,
+            event_id=event.event_id,
+            aggregate_id=event.aggregate_id,
+            aggregate_version=event.aggregate_version,
+        )
+    )
+
+
+def kinds(
+    outcomes: Sequence[Outcome], consumer: str | None = None
+) -> list[tuple[str | None, Kind]]:
+    """``(event_id, kind)`` per outcome, in order (only ``consumer``'s if given)."""
+    return [(o.event_id, o.kind) for o in outcomes if consumer is None or o.consumer == consumer]
+
+
+class Db:
+    """Reads what the pipeline left in the database, outside any pipeline transaction."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def rows(self, table: Table, **where: Any) -> list[dict[str, Any]]:
+        """Every row of ``table`` whose columns equal ``where``."""
+        stmt = select(table)
+        for name, value in where.items():
+            stmt = stmt.where(table.c[name] == value)
+        async with self.engine.connect() as conn:
+            return [dict(row) for row in (await conn.execute(stmt)).mappings()]
+
+    async def consumed(self, consumer: str) -> list[str]:
+        """Event ids with a dedup record for ``consumer``, sorted."""
+        rows = await self.rows(tables.consumed_event, consumer_group=consumer)
+        return sorted(r["event_id"] for r in rows)
+
+    async def effects(self, consumer: str | None = None) -> list[str]:
+        """Event ids of the committed handler effects, in the order they were written."""
+        where = {} if consumer is None else {"consumer": consumer}
+        rows = await self.rows(effect, **where)
+        return [r["event_id"] for r in sorted(rows, key=lambda r: r["id"])]
+
+    async def version(self, consumer: str, aggregate_id: str = "o-1") -> int | None:
+        """``last_version`` of the aggregate for ``consumer`` (``None``: none applied yet)."""
+        rows = await self.rows(
+            tables.aggregate_version, consumer_group=consumer, aggregate_id=aggregate_id
+        )
+        return rows[0]["last_version"] if rows else None
+
+    async def parked(self, consumer: str) -> list[str]:
+        """Event ids parked for ``consumer``, sorted."""
+        rows = await self.rows(tables.parked_event, consumer_group=consumer)
+        return sorted(r["event_id"] for r in rows)
+
+    async def failed(self, consumer: str | None = None) -> list[dict[str, Any]]:
+        """``failed_event`` rows (of ``consumer`` if given), by offset."""
+        where = {} if consumer is None else {"consumer_group": consumer}
+        return sorted(await self.rows(tables.failed_event, **where), key=lambda r: r["offset"])

@@ -1,0 +1,127 @@
+"""Each consumer is its own namespace of dedup records, versions, parked events and failures.
+
+Contract: every consumer registered in the registry processes every event of
+the batch in a transaction of its own. What one consumer applied, parked or
+failed says nothing about another: a consumer added later applies events the
+others already consumed, and one consumer's failing handler neither stops nor
+reorders another consumer's events.
+"""
+
+from __future__ import annotations
+
+from app.context import HandlerContext
+from app.pipeline.outcomes import Kind
+from app.registry import Registry, handler
+from schemas.envelope import Event
+from tests.pipeline.events import Records
+from tests.pipeline.support import Db, MakeProcessor, kinds, write_effect
+
+
+async def test_each_consumer_writes_its_own_dedup_rows_and_versions(
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+) -> None:
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    @handler("OrderCreated", consumer="inventory", registry=registry)
+    async def inventory(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    outcomes = await make_processor().process(
+        [
+            records.event("created", version=1, event_type="OrderCreated"),
+            records.event("paid", version=2),
+        ]
+    )
+
+    assert [(o.consumer, o.event_id, o.kind) for o in outcomes] == [
+        ("inventory", "created", Kind.APPLIED),
+        ("inventory", "paid", Kind.APPLIED),
+        ("points", "created", Kind.APPLIED),
+        ("points", "paid", Kind.APPLIED),
+    ]
+    assert await db.effects("inventory") == ["created"]
+    assert await db.effects("points") == ["paid"]
+    for consumer in ("inventory", "points"):
+        assert await db.consumed(consumer) == ["created", "paid"]
+        assert await db.version(consumer) == 2
+
+
+async def test_a_consumer_added_later_applies_what_the_others_already_consumed(
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+) -> None:
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    batch = [records.event("e1", version=1), records.event("e2", version=2)]
+    await make_processor().process(batch)
+
+    @handler("OrderPaid", consumer="audit", registry=registry)
+    async def audit(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    outcomes = await make_processor().process(batch)
+
+    assert kinds(outcomes, "points") == [("e1", Kind.DUPLICATE), ("e2", Kind.DUPLICATE)]
+    assert kinds(outcomes, "audit") == [("e1", Kind.APPLIED), ("e2", Kind.APPLIED)]
+    assert await db.effects("points") == ["e1", "e2"]
+    assert await db.effects("audit") == ["e1", "e2"]
+    assert await db.version("audit") == 2
+
+
+async def test_one_consumers_failure_parks_only_its_own_successors(
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+) -> None:
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        if event.event_id == "e1":
+            raise ValueError("points cannot handle e1")
+        await write_effect(event, ctx)
+
+    @handler("OrderPaid", consumer="notification", registry=registry)
+    async def notify(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    outcomes = await make_processor().process(
+        [records.event("e1", version=1), records.event("e2", version=2)]
+    )
+
+    assert kinds(outcomes, "points") == [("e1", Kind.FAILED), ("e2", Kind.PARKED)]
+    assert kinds(outcomes, "notification") == [("e1", Kind.APPLIED), ("e2", Kind.APPLIED)]
+    assert await db.effects("notification") == ["e1", "e2"]
+    assert await db.effects("points") == []
+    assert await db.parked("points") == ["e2"]
+    assert await db.parked("notification") == []
+    assert [f["event_id"] for f in await db.failed("points")] == ["e1"]
+    assert await db.failed("notification") == []
+    assert await db.version("points") is None
+    assert await db.version("notification") == 2
+
+
+async def test_an_event_parked_for_one_consumer_is_not_a_duplicate_for_another(
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+) -> None:
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    await make_processor().process([records.event("e2", version=2)])
+
+    @handler("OrderPaid", consumer="notification", registry=registry)
+    async def notify(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    outcomes = await make_processor().process(
+        [records.event("e1", version=1), records.event("e2", version=2)]
+    )
+
+    assert kinds(outcomes, "points") == [
+        ("e1", Kind.APPLIED),
+        ("e2", Kind.APPLIED),
+        ("e2", Kind.DUPLICATE),
+    ]
+    assert kinds(outcomes, "notification") == [("e1", Kind.APPLIED), ("e2", Kind.APPLIED)]
+    assert await db.effects("points") == ["e1", "e2"]
+    assert await db.effects("notification") == ["e1", "e2"]

@@ -1,0 +1,151 @@
+"""A record that cannot become an event is recorded once and does not stop the batch.
+
+Contract: bytes that are not JSON, JSON that is not an object, an envelope or
+payload that fails its schema, and a known ``eventType`` at an
+``eventVersion`` no model reads are poison: each yields one ``POISON``
+outcome for consumer ``""`` and exactly one ``failed_event`` row with
+``consumer_group = ''``, the reason of its ``PoisonError``, and the record
+exactly as it arrived, however many consumers there are and however often it
+is redelivered. No handler sees it, and the good events around it apply.
+"""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from app.context import HandlerContext
+from app.pipeline.outcomes import Kind
+from app.records import headers_from_json
+from app.registry import Registry, handler
+from schemas.envelope import Event
+from tests.pipeline.events import Records, envelope
+from tests.pipeline.support import Db, MakeProcessor, kinds, write_effect
+
+
+def _without(field: str) -> bytes:
+    env = envelope("bad")
+    del env[field]
+    return orjson.dumps(env)
+
+
+POISON = [
+    pytest.param(b"{not json", "undecodable", None, id="not-json"),
+    pytest.param(b"", "undecodable", None, id="empty"),
+    pytest.param(None, "undecodable", None, id="tombstone"),
+    pytest.param(b"[1, 2, 3]", "undecodable", None, id="json-array"),
+    pytest.param(b'"just a string"', "undecodable", None, id="json-string"),
+    pytest.param(_without("eventId"), "invalid-schema", None, id="no-event-id"),
+    pytest.param(_without("occurredAt"), "invalid-schema", None, id="no-occurred-at"),
+    pytest.param(
+        orjson.dumps(envelope("bad", aggregateVersion=0)),
+        "invalid-schema",
+        None,
+        id="version-zero",
+    ),
+    pytest.param(
+        orjson.dumps(envelope("bad", data={"orderId": "o-1", "userId": "u-1", "amount": "-5"})),
+        "invalid-schema",
+        "bad",
+        id="payload-fails-its-model",
+    ),
+    pytest.param(
+        orjson.dumps(envelope("bad", event_version=2)),
+        "unsupported-version",
+        "bad",
+        id="unsupported-event-version",
+    ),
+]
+
+
+def register_two_consumers(registry: Registry, calls: list[tuple[str, str]]) -> None:
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        calls.append((ctx.consumer, event.event_id))
+        await write_effect(event, ctx)
+
+    @handler("OrderPaid", consumer="notification", registry=registry)
+    async def notify(event: Event, ctx: HandlerContext) -> None:
+        calls.append((ctx.consumer, event.event_id))
+        await write_effect(event, ctx)
+
+
+@pytest.mark.parametrize(("value", "reason", "event_id"), POISON)
+async def test_poison_is_recorded_once_for_nobody_and_the_good_events_apply(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    value: bytes | None,
+    reason: str,
+    event_id: str | None,
+) -> None:
+    calls: list[tuple[str, str]] = []
+    register_two_consumers(registry, calls)
+    before = records.event("e1", version=1)
+    poison = records.raw(value, key=b"poison-key")
+    after = records.event("e2", version=2)
+
+    outcomes = await make_processor().process([before, poison, after])
+
+    poison_outcomes = [o for o in outcomes if o.kind is Kind.POISON]
+    assert [(o.consumer, o.event_id) for o in poison_outcomes] == [("", event_id)]
+    assert sorted(calls) == [
+        ("notification", "e1"),
+        ("notification", "e2"),
+        ("points", "e1"),
+        ("points", "e2"),
+    ]
+    for consumer in ("notification", "points"):
+        assert kinds(outcomes, consumer) == [("e1", Kind.APPLIED), ("e2", Kind.APPLIED)]
+        assert await db.version(consumer) == 2
+        assert await db.failed(consumer) == []
+    [row] = await db.failed()
+    assert row["consumer_group"] == ""
+    assert row["reason"] == reason
+    assert row["event_id"] == event_id
+    assert row["offset"] == poison.offset
+    assert row["record_value"] == value
+    assert row["record_key"] == b"poison-key"
+    assert headers_from_json(row["record_headers"]) == poison.headers
+
+
+async def test_redelivered_poison_is_still_recorded_once(
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+) -> None:
+    register_two_consumers(registry, [])
+    batch = [records.raw(b"\xff\xfe garbage"), records.event("e1")]
+    await make_processor().process(batch)
+
+    outcomes = await make_processor().process(batch)
+
+    assert [o.kind for o in outcomes] == [Kind.POISON, Kind.DUPLICATE, Kind.DUPLICATE]
+    assert [(r["consumer_group"], r["reason"]) for r in await db.failed()] == [("", "undecodable")]
+
+
+async def test_a_batch_of_nothing_but_poison_runs_no_consumer(
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+) -> None:
+    calls: list[tuple[str, str]] = []
+    register_two_consumers(registry, calls)
+    batch = [records.raw(b"nope"), records.raw(orjson.dumps(envelope("x", event_version=9)))]
+
+    outcomes = await make_processor().process(batch)
+
+    assert [(o.kind, o.consumer) for o in outcomes] == [(Kind.POISON, ""), (Kind.POISON, "")]
+    assert calls == []
+    assert [r["reason"] for r in await db.failed()] == ["undecodable", "unsupported-version"]
+
+
+async def test_a_poison_record_with_an_event_id_is_not_a_dedup_record(
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+) -> None:
+    calls: list[tuple[str, str]] = []
+    register_two_consumers(registry, calls)
+    await make_processor().process([records.raw(orjson.dumps(envelope("e1", event_version=2)))])
+
+    # The producer fixes the event and sends it again under the same eventId.
+    outcomes = await make_processor().process([records.event("e1")])
+
+    assert [o.kind for o in outcomes] == [Kind.APPLIED, Kind.APPLIED]
+    assert sorted(calls) == [("notification", "e1"), ("points", "e1")]

@@ -1,0 +1,63 @@
+"""Plain database URLs from hosting platforms get the async driver the framework needs.
+
+Contract: ``normalise_database_url`` maps ``postgres://`` and ``postgresql://``
+to ``postgresql+asyncpg://``, ``mysql://`` and ``mariadb://`` to
+``mysql+aiomysql://`` and ``sqlite://`` to ``sqlite+aiosqlite://`` (scheme case
+ignored), keeping the rest of the URL byte for byte; a URL that already names
+a driver is returned unchanged; anything else is a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app.db.urls import normalise_database_url
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgres://u:p@db:5432/orders", "postgresql+asyncpg://u:p@db:5432/orders"),
+        (
+            "postgresql://u:p@db/orders?sslmode=require",
+            "postgresql+asyncpg://u:p@db/orders?sslmode=require",
+        ),
+        ("POSTGRES://u@db/orders", "postgresql+asyncpg://u@db/orders"),
+        ("mysql://u:p%40ss@db:3306/orders", "mysql+aiomysql://u:p%40ss@db:3306/orders"),
+        ("mariadb://u@db/orders", "mysql+aiomysql://u@db/orders"),
+        ("sqlite:///./effectively_once.db", "sqlite+aiosqlite:///./effectively_once.db"),
+        ("sqlite:///:memory:", "sqlite+aiosqlite:///:memory:"),
+        ("sqlite:////var/data/eo.db", "sqlite+aiosqlite:////var/data/eo.db"),
+    ],
+)
+def test_a_plain_scheme_gets_its_async_driver(url: str, expected: str) -> None:
+    assert normalise_database_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+asyncpg://u@db/orders",
+        "postgresql+psycopg://u@db/orders",
+        "mysql+aiomysql://u@db/orders",
+        "mysql+asyncmy://u@db/orders",
+        "sqlite+aiosqlite:///x.db",
+    ],
+)
+def test_a_url_naming_its_driver_is_kept(url: str) -> None:
+    assert normalise_database_url(url) == url
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("oracle://u@db/orders", "unsupported database scheme 'oracle'"),
+        ("mongodb://db/orders", "unsupported database scheme 'mongodb'"),
+        ("orders.db", "not a database URL"),
+        ("", "not a database URL"),
+        ("postgres:/db", "not a database URL"),
+    ],
+)
+def test_anything_else_is_rejected(url: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        normalise_database_url(url)

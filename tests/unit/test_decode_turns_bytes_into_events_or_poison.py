@@ -1,0 +1,215 @@
+"""The decode stage turns every record into a typed event or a poison verdict, never an exception.
+
+Contract: ``decode`` reads the record's bytes as a JSON object, validates the
+camelCase envelope and then ``data`` against the model registered for
+``(eventType, eventVersion)``. A valid event of a known type comes back as
+``Decoded(known=True)`` with a typed payload; an unknown type as
+``Decoded(known=False)`` with its raw ``data``. Anything else is ``Poison``
+carrying the ``PoisonError`` subclass that names why (and the envelope when it
+could be read). ``decode_batch`` keeps arrival order in both lists.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import orjson
+import pytest
+
+from app.errors import InvalidSchemaError, UndecodableError, UnsupportedVersionError
+from app.pipeline.decode import Decoded, Poison, decode, decode_batch
+from app.records import RawRecord
+from schemas.order import OrderCreated, OrderPaid
+
+
+def envelope(**overrides: Any) -> dict[str, Any]:
+    env: dict[str, Any] = {
+        "eventId": "e-1",
+        "eventType": "OrderPaid",
+        "eventVersion": 1,
+        "aggregateType": "Order",
+        "aggregateId": "o-1",
+        "aggregateVersion": 2,
+        "occurredAt": "2024-05-01T12:00:00Z",
+        "data": {
+            "orderId": "o-1",
+            "userId": "u-1",
+            "amount": "19.90",
+            "paidAt": "2024-05-01T12:00:00Z",
+        },
+    }
+    env.update(overrides)
+    return env
+
+
+def record(value: bytes | None, offset: int = 0) -> RawRecord:
+    return RawRecord(topic="orders", partition=3, offset=offset, key=b"o-1", value=value)
+
+
+def as_record(env: dict[str, Any], offset: int = 0) -> RawRecord:
+    return record(orjson.dumps(env), offset)
+
+
+def test_a_known_event_decodes_with_its_typed_payload() -> None:
+    source = as_record(envelope())
+
+    result = decode(source)
+
+    assert isinstance(result, Decoded)
+    assert result.known is True
+    assert result.record is source
+    assert result.event_id == "e-1"
+    assert result.event.aggregate == ("Order", "o-1")
+    assert result.event.aggregate_version == 2
+    assert isinstance(result.event.data, OrderPaid)
+    assert result.event.data.amount == Decimal("19.90")
+
+
+def test_each_event_type_decodes_to_its_own_model() -> None:
+    created = envelope(
+        eventType="OrderCreated",
+        data={
+            "orderId": "o-1",
+            "orderNo": "N-1",
+            "userId": "u-1",
+            "amount": 5,
+            "items": [{"sku": "s-1", "qty": 2}],
+        },
+    )
+
+    result = decode(as_record(created))
+
+    assert isinstance(result, Decoded)
+    assert isinstance(result.event.data, OrderCreated)
+    assert result.event.data.items[0].qty == 2
+
+
+def test_an_unknown_event_type_decodes_as_unknown_with_its_raw_data() -> None:
+    result = decode(as_record(envelope(eventType="OrderShipped", data={"carrier": "DHL"})))
+
+    assert isinstance(result, Decoded)
+    assert result.known is False
+    assert result.event.event_type == "OrderShipped"
+    assert result.event.data == {"carrier": "DHL"}
+
+
+def test_unknown_fields_in_the_envelope_and_the_payload_are_ignored() -> None:
+    env = envelope(schemaRegistryId=17, headers={"x": 1})
+    env["data"]["loyaltyTier"] = "gold"
+
+    result = decode(as_record(env))
+
+    assert isinstance(result, Decoded)
+    assert result.event.data.user_id == "u-1"
+
+
+POISON = [
+    pytest.param(b"{nope", UndecodableError, "not JSON", id="not-json"),
+    pytest.param(b"", UndecodableError, "not JSON", id="empty"),
+    pytest.param(None, UndecodableError, "not JSON", id="tombstone"),
+    pytest.param(b"\xff\xfe\x00", UndecodableError, "not JSON", id="binary"),
+    pytest.param(b"[1, 2]", UndecodableError, "JSON list, not an object", id="array"),
+    pytest.param(b"42", UndecodableError, "JSON int, not an object", id="number"),
+    pytest.param(b"null", UndecodableError, "JSON NoneType, not an object", id="null"),
+    pytest.param(
+        orjson.dumps({k: v for k, v in envelope().items() if k != "eventId"}),
+        InvalidSchemaError,
+        "envelope: eventId: Field required",
+        id="no-event-id",
+    ),
+    pytest.param(
+        orjson.dumps(envelope(eventId="")),
+        InvalidSchemaError,
+        "envelope: eventId:",
+        id="empty-event-id",
+    ),
+    pytest.param(
+        orjson.dumps(envelope(aggregateVersion=0)),
+        InvalidSchemaError,
+        "envelope: aggregateVersion:",
+        id="version-zero",
+    ),
+    pytest.param(
+        orjson.dumps(envelope(aggregateVersion="three")),
+        InvalidSchemaError,
+        "envelope: aggregateVersion:",
+        id="version-not-a-number",
+    ),
+    pytest.param(
+        orjson.dumps(envelope(occurredAt="yesterday")),
+        InvalidSchemaError,
+        "envelope: occurredAt:",
+        id="bad-timestamp",
+    ),
+    pytest.param(
+        orjson.dumps(envelope(data=["not", "an", "object"])),
+        InvalidSchemaError,
+        "envelope: data:",
+        id="data-not-an-object",
+    ),
+]
+
+
+@pytest.mark.parametrize(("value", "error", "message"), POISON)
+def test_bytes_that_are_no_envelope_are_poison_without_an_envelope(
+    value: bytes | None, error: type[Exception], message: str
+) -> None:
+    source = record(value)
+
+    result = decode(source)
+
+    assert isinstance(result, Poison)
+    assert type(result.error) is error
+    assert message in str(result.error)
+    assert result.envelope is None
+    assert result.record is source
+
+
+def test_a_payload_that_fails_its_model_is_poison_with_the_envelope() -> None:
+    bad = envelope()
+    bad["data"] = {"orderId": "o-1", "userId": "u-1", "amount": "-1", "paidAt": "x"}
+
+    result = decode(as_record(bad))
+
+    assert isinstance(result, Poison)
+    assert isinstance(result.error, InvalidSchemaError)
+    assert result.error.reason == "invalid-schema"
+    assert str(result.error).startswith("data: amount:")
+    assert "paidAt" in str(result.error)
+    assert result.envelope is not None
+    assert result.envelope.event_id == "e-1"
+
+
+def test_a_known_type_at_an_unknown_event_version_is_unsupported() -> None:
+    result = decode(as_record(envelope(eventVersion=7)))
+
+    assert isinstance(result, Poison)
+    assert isinstance(result.error, UnsupportedVersionError)
+    assert result.error.reason == "unsupported-version"
+    assert str(result.error) == "OrderPaid has no model for eventVersion 7"
+    assert result.envelope is not None
+    assert result.envelope.event_id == "e-1"
+
+
+def test_a_long_list_of_schema_errors_is_summarised() -> None:
+    result = decode(record(b"{}"))
+
+    assert isinstance(result, Poison)
+    text = str(result.error)
+    assert text.count("Field required") == 5
+    assert text.endswith("(+2 more)")
+
+
+def test_decode_batch_splits_events_and_poison_in_arrival_order() -> None:
+    batch = [
+        as_record(envelope(eventId="a"), 0),
+        record(b"junk", 1),
+        as_record(envelope(eventId="b"), 2),
+        record(None, 3),
+    ]
+
+    events, poison = decode_batch(batch)
+
+    assert [e.event_id for e in events] == ["a", "b"]
+    assert [p.record.offset for p in poison] == [1, 3]

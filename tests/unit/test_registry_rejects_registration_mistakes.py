@@ -1,0 +1,106 @@
+"""Handler registration mistakes fail at import with a ``ConfigurationError``.
+
+Contract: ``@handler(event_type, consumer=..., non_retryable=...)`` raises
+``ConfigurationError`` (never registering anything) when the function is not
+``async def``, does not take exactly ``(event, ctx)``, the event type has no
+payload model in ``schemas/``, the consumer name is empty, longer than 100
+characters or has surrounding spaces, ``non_retryable`` holds anything but
+exception types, or the same function is registered twice for one event type
+and consumer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.errors import ConfigurationError
+from app.registry import Registry, handler
+
+
+async def good(event: Any, ctx: Any) -> None:
+    """A valid handler."""
+
+
+async def one_arg(event: Any) -> None:
+    """Forgot ``ctx``."""
+
+
+async def three_args(event: Any, ctx: Any, extra: Any) -> None:
+    """One too many."""
+
+
+def not_async(event: Any, ctx: Any) -> None:
+    """Forgot ``async``."""
+
+
+async def async_generator(event: Any, ctx: Any) -> Any:
+    """``async def`` with ``yield`` is not a coroutine function."""
+    yield event
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (not_async, "must be an `async def` function"),
+        (async_generator, "must be an `async def` function"),
+        (lambda event, ctx: None, "must be an `async def` function"),
+        (one_arg, "must take exactly (event, ctx)"),
+        (three_args, "must take exactly (event, ctx)"),
+    ],
+)
+def test_a_function_of_the_wrong_shape_is_rejected(fn: Any, message: str) -> None:
+    registry = Registry()
+
+    with pytest.raises(ConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        handler("OrderPaid", consumer="points", registry=registry)(fn)
+
+    assert registry.consumers == []
+
+
+@pytest.mark.parametrize("event_type", ["OrderShipped", "orderpaid", "", "OrderPaid "])
+def test_an_event_type_without_a_payload_model_is_rejected(event_type: str) -> None:
+    with pytest.raises(ConfigurationError, match="unknown event type"):
+        handler(event_type, consumer="points", registry=Registry())
+
+
+@pytest.mark.parametrize("consumer", ["", " points", "points ", "x" * 101, None])
+def test_a_bad_consumer_name_is_rejected(consumer: Any) -> None:
+    with pytest.raises(ConfigurationError, match="consumer must be a non-empty name"):
+        handler("OrderPaid", consumer=consumer, registry=Registry())
+
+
+def test_a_consumer_name_of_exactly_100_characters_is_fine() -> None:
+    registry = Registry()
+
+    handler("OrderPaid", consumer="x" * 100, registry=registry)(good)
+
+    assert registry.consumers == ["x" * 100]
+
+
+@pytest.mark.parametrize(
+    "non_retryable",
+    [
+        ("KeyError",),
+        (KeyError, 42),
+        (KeyError(),),
+        (int,),
+        # The forgotten comma: ``(KeyError)`` is the class itself, not a tuple of it.
+        (KeyError),
+    ],
+    ids=["a-name", "a-number", "an-instance", "not-an-exception", "forgotten-comma"],
+)
+def test_non_retryable_must_hold_exception_types(non_retryable: Any) -> None:
+    with pytest.raises(ConfigurationError, match="non_retryable"):
+        handler("OrderPaid", consumer="points", non_retryable=non_retryable, registry=Registry())
+
+
+def test_the_same_function_twice_for_one_event_and_consumer_is_rejected() -> None:
+    registry = Registry()
+    handler("OrderPaid", consumer="points", registry=registry)(good)
+
+    with pytest.raises(ConfigurationError, match="registered twice"):
+        handler("OrderPaid", consumer="points", registry=registry)(good)
+
+    assert len(registry.handlers_for("points", "OrderPaid")) == 1

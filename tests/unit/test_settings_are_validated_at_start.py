@@ -1,0 +1,101 @@
+"""The settings object reads the documented environment variables and rejects bad values.
+
+Contract: ``Settings()`` reads each field from the environment variable of
+the same name (any case), falls back to the documented defaults, normalises
+``DATABASE_URL`` to an async driver, treats a blank ``REDIS_URL`` as unset,
+splits ``HANDLER_MODULES`` on commas, and refuses out-of-range numbers, an
+unknown unseen-aggregate policy and an unsupported database scheme with a
+``ValidationError`` at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pydantic import ValidationError
+
+from app.settings import DEFAULT_DATABASE_URL, Settings, UnseenAggregatePolicy, get_settings
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No setting leaks in from the machine running the tests, and the cache starts empty."""
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+        monkeypatch.delenv(name, raising=False)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_defaults() -> None:
+    settings = Settings()
+
+    assert settings.database_url == DEFAULT_DATABASE_URL
+    assert settings.broker_url == "kafka://localhost:9092"
+    assert settings.redis_url is None
+    assert settings.order_topic == "order-event-topic"
+    assert settings.batch_size == 500
+    assert settings.unseen_aggregate_policy is UnseenAggregatePolicy.FROM_ONE
+    assert settings.migrate_on_start is True
+    assert settings.handler_module_names == ["handlers"]
+
+
+def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgres://eo:secret@db:5432/orders")
+    monkeypatch.setenv("batch_size", "2000")
+    monkeypatch.setenv("UNSEEN_AGGREGATE_POLICY", "from-first-seen")
+    monkeypatch.setenv("MIGRATE_ON_START", "false")
+    monkeypatch.setenv("HANDLER_MODULES", "handlers.points, handlers.inventory ,,")
+    monkeypatch.setenv("REDIS_URL", "")
+
+    settings = Settings()
+
+    assert settings.database_url == "postgresql+asyncpg://eo:secret@db:5432/orders"
+    assert settings.batch_size == 2000
+    assert settings.unseen_aggregate_policy is UnseenAggregatePolicy.FROM_FIRST_SEEN
+    assert settings.migrate_on_start is False
+    assert settings.handler_module_names == ["handlers.points", "handlers.inventory"]
+    assert settings.redis_url is None
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("mysql://u:p@db/orders", "mysql+aiomysql://u:p@db/orders"),
+        ("sqlite:///./x.db", "sqlite+aiosqlite:///./x.db"),
+        ("postgresql+asyncpg://u@db/o", "postgresql+asyncpg://u@db/o"),
+    ],
+)
+def test_the_database_url_gets_an_async_driver(url: str, expected: str) -> None:
+    assert Settings(database_url=url).database_url == expected
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("database_url", "oracle://u@db/orders"),
+        ("database_url", "orders.db"),
+        ("batch_size", 0),
+        ("batch_size", 100_001),
+        ("batch_wait_seconds", 0),
+        ("batch_wait_seconds", 61),
+        ("order_topic_partitions", 0),
+        ("infra_retry_initial_seconds", 0),
+        ("db_pool_size", 0),
+        ("unseen_aggregate_policy", "sometimes"),
+    ],
+)
+def test_bad_values_are_refused(field: str, value: object) -> None:
+    with pytest.raises(ValidationError, match=field):
+        Settings(**{field: value})
+
+
+def test_get_settings_reads_the_environment_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BATCH_SIZE", "7")
+    first = get_settings()
+    monkeypatch.setenv("BATCH_SIZE", "8")
+
+    assert get_settings() is first
+    assert first.batch_size == 7
