@@ -26,6 +26,7 @@ class HandlerSpec:
     consumer: str
     fn: HandlerFn
     non_retryable: tuple[type[BaseException], ...] = ()
+    batch: bool = False
 
     @property
     def name(self) -> str:
@@ -72,12 +73,19 @@ def handler(
     *,
     consumer: str,
     non_retryable: tuple[type[BaseException], ...] = (),
+    batch: bool = False,
     registry: Registry | None = None,
 ) -> Callable[[HandlerFn], HandlerFn]:
     """Register ``async def fn(event, ctx)`` as ``consumer``'s handler of ``event_type``.
 
     ``non_retryable`` lists exception types that send the event straight to the
     DLT instead of through the retry tiers.
+
+    ``batch=True`` registers ``async def fn(events, ctx)`` instead: it receives a
+    list of events of ``event_type``, at most one per aggregate, each already
+    preceded by its aggregate's earlier versions, so it can write them with a
+    few multi-row statements. If it raises, the framework re-runs the batch one
+    event at a time (``fn`` then receives one-element lists) to find the culprit.
     """
     if not isinstance(event_type, str) or not is_known_event_type(event_type):
         raise ConfigurationError(
@@ -115,7 +123,7 @@ def handler(
                 f"@handler: {fn.__qualname__} must take exactly (event, ctx), "
                 f"it takes {list(params)}"
             )
-        spec = HandlerSpec(event_type, consumer, fn, tuple(non_retryable))
+        spec = HandlerSpec(event_type, consumer, fn, tuple(non_retryable), batch)
         (registry or default_registry).add(spec)
         return fn
 

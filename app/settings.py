@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -51,6 +52,8 @@ class Settings(BaseSettings):
     infra_retry_initial_seconds: float = Field(default=0.5, gt=0)
     infra_retry_max_seconds: float = Field(default=30.0, gt=0)
     db_pool_size: int = Field(default=5, ge=1)
+    log_format: Literal["text", "json"] = "text"
+    retry_delays: str = "1,5,30,300"
 
     @field_validator("database_url")
     @classmethod
@@ -62,10 +65,33 @@ class Settings(BaseSettings):
     def _blank_is_unset(cls, value: str | None) -> str | None:
         return value or None
 
+    @field_validator("retry_delays")
+    @classmethod
+    def _delays_parse(cls, value: str) -> str:
+        parse_delays(value)
+        return value
+
+    @property
+    def retry_delay_seconds(self) -> tuple[float, ...]:
+        """The retry tiers, in seconds, shortest first (may be empty: failures go to the DLT)."""
+        return parse_delays(self.retry_delays)
+
     @property
     def handler_module_names(self) -> list[str]:
         """The modules imported at start so that their ``@handler``s register."""
         return [name.strip() for name in self.handler_modules.split(",") if name.strip()]
+
+
+def parse_delays(text: str) -> tuple[float, ...]:
+    """``"1,5,30,300"`` → ``(1.0, 5.0, 30.0, 300.0)``; positive, strictly increasing."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    try:
+        delays = tuple(float(part) for part in parts)
+    except ValueError:
+        raise ValueError(f"RETRY_DELAYS must be comma-separated seconds, got {text!r}") from None
+    if any(delay <= 0 for delay in delays) or list(delays) != sorted(set(delays)):
+        raise ValueError(f"RETRY_DELAYS must be positive and increasing, got {text!r}")
+    return delays
 
 
 @lru_cache(maxsize=1)

@@ -2,16 +2,20 @@
 
 Effects are idempotent per order: the reservation rows of an order are
 written once, and the stock counters move only when they are.
+
+Both handlers are batch handlers: one call covers many orders in three
+statements, whatever their number (one more per 500 orders, see
+``app.db.dialect.in_lists``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, insert, select
 
 from app.context import HandlerContext
-from app.db.dialect import add_to_counter, insert_missing
+from app.db.dialect import add_to_counter, execute_where_in, rows_where_in
 from app.errors import PermanentError
 from app.registry import handler
 from handlers.tables import inventory_reservation, inventory_stock
@@ -21,50 +25,82 @@ from schemas.order import OrderCancelled, OrderCreated
 CONSUMER = "inventory-service"
 
 
-@handler("OrderCreated", consumer=CONSUMER)
-async def reserve_items(event: Envelope[OrderCreated], ctx: HandlerContext) -> None:
-    """Record one reservation per (order, sku), then add each quantity to the sku's stock.
+@handler("OrderCreated", consumer=CONSUMER, batch=True)
+async def reserve_items(events: list[Envelope[OrderCreated]], ctx: HandlerContext) -> None:
+    """Record one reservation per (order, sku), then add each sku's total to its stock.
 
-    Two statements (each one round trip however many items). Lines naming
-    the same sku are summed first.
+    Three statements: read the orders' existing reservations, insert the new
+    ones, add to the stock counters. Lines naming the same sku are summed. An
+    order that holds all its skus already reserves nothing; one that holds
+    only some of them raises ``PermanentError``.
     """
-    order = event.data
-    qty_by_sku = Counter[str]()
-    for item in order.items:
-        qty_by_sku[item.sku] += item.qty
-    # Sorted by sku so that concurrent transactions lock stock rows in one
-    # order and cannot deadlock on each other.
-    skus = sorted(qty_by_sku)
-    reservations = [{"order_id": order.order_id, "sku": s, "qty": qty_by_sku[s]} for s in skus]
-    inserted = await insert_missing(ctx.session, inventory_reservation, reservations)
-    if inserted == 0:
-        return  # this order was reserved before (or has no items)
-    if inserted != len(reservations):
-        raise PermanentError(
-            f"order {order.order_id} already holds a reservation for some of its skus only"
-        )
-    stock = [{"sku": s, "reserved": qty_by_sku[s]} for s in skus]
-    await add_to_counter(ctx.session, inventory_stock, "sku", "reserved", stock)
+    held: dict[str, set[str]] = {}
+    for row in await rows_where_in(
+        ctx.session,
+        select(inventory_reservation.c.order_id, inventory_reservation.c.sku),
+        inventory_reservation.c.order_id,
+        (event.data.order_id for event in events),
+    ):
+        held.setdefault(row.order_id, set()).add(row.sku)
+    reservations: list[dict[str, object]] = []
+    by_sku = Counter[str]()
+    for event in events:
+        order = event.data
+        qty_by_sku = Counter[str]()
+        for item in order.items:
+            qty_by_sku[item.sku] += item.qty
+        skus = held.setdefault(order.order_id, set())
+        new = qty_by_sku.keys() - skus
+        if not new:
+            continue  # this order was reserved before (or has no items)
+        if len(new) != len(qty_by_sku):
+            raise PermanentError(
+                f"order {order.order_id} already holds a reservation for some of its skus only"
+            )
+        skus.update(new)
+        for sku in sorted(qty_by_sku):
+            reservations.append({"order_id": order.order_id, "sku": sku, "qty": qty_by_sku[sku]})
+        by_sku.update(qty_by_sku)
+    if not reservations:
+        return
+    # A plain INSERT: a row that appeared since the read is an error (the batch
+    # is then re-run), never stock reserved twice.
+    await ctx.session.execute(insert(inventory_reservation), reservations)
+    await add_to_counter(ctx.session, inventory_stock, "sku", "reserved", _stock(by_sku))
 
 
-@handler("OrderCancelled", consumer=CONSUMER)
-async def release_items(event: Envelope[OrderCancelled], ctx: HandlerContext) -> None:
-    """Subtract the order's reserved quantities from stock and delete its reservation rows.
+@handler("OrderCancelled", consumer=CONSUMER, batch=True)
+async def release_items(events: list[Envelope[OrderCancelled]], ctx: HandlerContext) -> None:
+    """Subtract the orders' reserved quantities from stock and delete their reservation rows.
 
-    Two statements; an order without reservation rows (never created here, or
-    already released) is a no-op.
+    Three statements; an order without reservation rows (never created here,
+    or already released) is a no-op.
     """
-    order_id = event.data.order_id
-    mine = inventory_reservation.c.order_id == order_id
-    reserved_qty = (
-        select(inventory_reservation.c.qty)
-        .where(mine, inventory_reservation.c.sku == inventory_stock.c.sku)
-        .scalar_subquery()
+    held = await rows_where_in(
+        ctx.session,
+        select(
+            inventory_reservation.c.order_id,
+            inventory_reservation.c.sku,
+            inventory_reservation.c.qty,
+        ),
+        inventory_reservation.c.order_id,
+        (event.data.order_id for event in events),
     )
-    # Order matters: the stock update reads the reservation rows before they go.
-    await ctx.session.execute(
-        update(inventory_stock)
-        .where(inventory_stock.c.sku.in_(select(inventory_reservation.c.sku).where(mine)))
-        .values(reserved=inventory_stock.c.reserved - reserved_qty)
+    if not held:
+        return
+    by_sku = Counter[str]()
+    for row in held:
+        by_sku[row.sku] -= row.qty
+    # The sku's stock row was written with its first reservation, so this upsert only updates.
+    await add_to_counter(ctx.session, inventory_stock, "sku", "reserved", _stock(by_sku))
+    await execute_where_in(
+        ctx.session,
+        delete(inventory_reservation),
+        inventory_reservation.c.order_id,
+        (row.order_id for row in held),
     )
-    await ctx.session.execute(delete(inventory_reservation).where(mine))
+
+
+def _stock(by_sku: Counter[str]) -> list[dict[str, object]]:
+    """One counter row per sku, sorted so concurrent transactions lock stock rows in one order."""
+    return [{"sku": sku, "reserved": by_sku[sku]} for sku in sorted(by_sku)]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVarTuple, cast
 
-from sqlalchemy import CursorResult, Table
+from sqlalchemy import ColumnElement, CursorResult, Delete, Row, Select, Table, Update
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.dml import Insert
+
+_Ts = TypeVarTuple("_Ts")
 
 
 def backend(session: AsyncSession) -> str:
@@ -71,3 +73,66 @@ async def insert_missing(
     stmt = insert_ignore_stmt(backend(session), table).values(list(rows))
     result = cast(CursorResult[Any], await session.execute(stmt))
     return result.rowcount
+
+
+IN_LIST_SIZE = 500
+"""Values per ``IN (...)`` list: SQLite builds older than 3.32 accept 999 bound parameters."""
+
+
+def in_lists(values: Iterable[str], size: int = IN_LIST_SIZE) -> list[list[str]]:
+    """The distinct ``values``, sorted, cut into lists of at most ``size`` for ``IN (...)``.
+
+    Sorted so that statements locking the matching rows lock them in one order.
+    """
+    distinct = sorted(set(values))
+    return [distinct[i : i + size] for i in range(0, len(distinct), size)]
+
+
+async def rows_where_in(
+    session: AsyncSession,
+    stmt: Select[*_Ts],
+    column: ColumnElement[Any],
+    values: Iterable[str],
+) -> list[Row[*_Ts]]:
+    """The rows of ``stmt`` whose ``column`` is one of ``values`` (one SELECT per ``in_lists``)."""
+    rows: list[Row[*_Ts]] = []
+    for chunk in in_lists(values):
+        rows.extend((await session.execute(stmt.where(column.in_(chunk)))).all())
+    return rows
+
+
+async def execute_where_in(
+    session: AsyncSession,
+    stmt: Update | Delete,
+    column: ColumnElement[Any],
+    values: Iterable[str],
+) -> None:
+    """Run the UPDATE or DELETE ``stmt`` on the rows whose ``column`` is one of ``values``."""
+    for chunk in in_lists(values):
+        await session.execute(stmt.where(column.in_(chunk)))
+
+
+def upsert_stmt(dialect: str, table: Table, update_columns: Sequence[str]) -> Insert:
+    """INSERT a row, or overwrite ``update_columns`` of the row with the same primary key."""
+    keys = [column.name for column in table.primary_key.columns]
+    if dialect in ("postgresql", "sqlite"):
+        ins = (postgresql if dialect == "postgresql" else sqlite).insert(table)
+        return ins.on_conflict_do_update(
+            index_elements=keys, set_={name: ins.excluded[name] for name in update_columns}
+        )
+    if dialect in ("mysql", "mariadb"):
+        my = mysql.insert(table)
+        return my.on_duplicate_key_update({name: my.inserted[name] for name in update_columns})
+    raise ValueError(f"unsupported database dialect {dialect!r}")
+
+
+async def upsert(
+    session: AsyncSession,
+    table: Table,
+    rows: Sequence[dict[str, Any]],
+    update_columns: Sequence[str],
+) -> None:
+    """Insert ``rows`` or overwrite ``update_columns`` where the key exists (one executemany)."""
+    if rows:
+        stmt = upsert_stmt(backend(session), table, update_columns)
+        await session.execute(stmt, list(rows))

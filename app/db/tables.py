@@ -7,8 +7,12 @@ Invariants:
   ``NULL`` means "row exists, nothing applied yet" (used by the from-first-seen policy).
 - ``parked_event`` holds events that arrived ahead of their aggregate's next version,
   with their raw bytes, until the gap closes.
-- ``failed_event`` holds events that failed for a consumer or could not be read
-  at all (consumer_group ``''``), with the reason.
+- ``failed_event`` has one row per event that failed for a consumer, or could not
+  be read at all (consumer_group ``''``), keyed by the record's ORIGINAL topic,
+  partition and offset (stable across retry trips), with the reason and a
+  ``status``: ``retrying`` (in a retry tier), ``dead`` (in the DLT),
+  ``replayed`` / ``skip-requested`` (an operator acted), ``resolved`` (a later
+  attempt applied it) or ``skipped`` (its consumer moved on without it).
 """
 
 from __future__ import annotations
@@ -94,6 +98,11 @@ failed_event = Table(
     Column("record_key", LargeBinary, nullable=True),
     Column("record_value", LargeBinary, nullable=True),
     Column("record_headers", Text, nullable=False),
-    Column("failed_at", DateTime(timezone=True), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("first_failed_at", DateTime(timezone=True), nullable=False),
+    Column("last_failed_at", DateTime(timezone=True), nullable=False),
+    Column("decided_by", String(200), nullable=True),
+    Column("decision_note", Text, nullable=True),
     Index("ix_failed_event_event_id", "event_id"),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 
 from app.context import HandlerContext
@@ -14,8 +15,10 @@ from app.registry import HandlerSpec
 class Mode(StrEnum):
     """How a batch attempt isolates its events.
 
-    ``FAST``: no savepoints; any handler failure aborts the attempt, which is
-    then run again in ``ISOLATED`` mode. ``ISOLATED``: each event runs in a
+    ``FAST``: the gate plans the whole batch first, assuming every handler
+    succeeds; the handlers then run wave by wave without savepoints (batch
+    handlers get many events per call). Any handler failure aborts the attempt,
+    which is then run again in ``ISOLATED`` mode. ``ISOLATED``: each event runs in a
     savepoint, so one failing event rolls back only its own effects.
     """
 
@@ -39,19 +42,62 @@ class HandlerFailed(Exception):
         return "retryable"
 
 
-async def run_handlers(handlers: list[HandlerSpec], item: Decoded, ctx: HandlerContext) -> None:
-    """Run ``handlers`` on ``item`` in order.
+async def run_handlers(
+    handlers: list[HandlerSpec], items: Sequence[Decoded], ctx: HandlerContext
+) -> None:
+    """Run ``handlers`` on ``items`` (events of one type, distinct aggregates), in order.
 
+    A batch handler gets the whole list in one call, any other one event per call.
     Raises ``InfrastructureError`` when a dependency failed (the batch pauses)
-    and ``HandlerFailed`` when the event's handler failed.
+    and ``HandlerFailed`` when a handler failed.
     """
     for spec in handlers:
         try:
-            await spec.fn(item.event, ctx)
+            if spec.batch:
+                await spec.fn([item.event for item in items], ctx)
+            else:
+                for item in items:
+                    await spec.fn(item.event, ctx)
         except Exception as exc:
             if is_infrastructure(exc):
                 raise InfrastructureError(f"{spec.name}: {exc}") from exc
             raise HandlerFailed(spec, exc) from exc
+
+
+async def apply_waves(
+    plan: Sequence[Decoded], handlers_for: Callable[[str], list[HandlerSpec]], ctx: HandlerContext
+) -> None:
+    """Run the handlers of ``plan`` (application order) wave by wave.
+
+    Wave ``k`` holds every aggregate's ``k``-th event of the plan, so no aggregate
+    appears twice in a wave and a batch of N aggregates with up to three events
+    each needs three waves, not N. Within a wave, events are grouped by type so a
+    batch handler is called once per type. Per-aggregate order holds because an
+    aggregate's next event is always in a later wave; order across aggregates was
+    never promised.
+    """
+    for wave in waves(plan):
+        by_type: dict[str, list[Decoded]] = {}
+        for item in wave:
+            by_type.setdefault(item.event.event_type, []).append(item)
+        for event_type, items in by_type.items():
+            handlers = handlers_for(event_type)
+            if handlers:
+                await run_handlers(handlers, items, ctx)
+
+
+def waves(plan: Sequence[Decoded]) -> list[list[Decoded]]:
+    """Layer ``plan``: wave ``k`` gets each aggregate's ``k``-th event, in plan order."""
+    result: list[list[Decoded]] = []
+    depth: dict[tuple[str, str], int] = {}
+    for item in plan:
+        key = item.event.aggregate
+        level = depth.get(key, 0)
+        depth[key] = level + 1
+        if level == len(result):
+            result.append([])
+        result[level].append(item)
+    return result
 
 
 async def apply_isolated(handlers: list[HandlerSpec], item: Decoded, ctx: HandlerContext) -> None:
@@ -59,7 +105,7 @@ async def apply_isolated(handlers: list[HandlerSpec], item: Decoded, ctx: Handle
     mark = len(ctx._after_commit)
     savepoint = await ctx.session.begin_nested()
     try:
-        await run_handlers(handlers, item, ctx)
+        await run_handlers(handlers, [item], ctx)
     except HandlerFailed:
         await savepoint.rollback()
         del ctx._after_commit[mark:]

@@ -6,7 +6,8 @@ The order inside the transaction matters:
    so a concurrent worker's commit is visible),
 3. read the parked events of the batch's aggregates (so a gap can close),
 4. walk the events in arrival order: duplicate, stale, park, or apply and drain
-   the parked successors,
+   the parked successors (in FAST mode the walk only plans: the handlers then
+   run wave by wave, see ``apply.Mode``),
 5. write dedup records, versions, parked rows and failures in a few statements.
 The caller commits; only after that may the offsets move.
 """
@@ -17,21 +18,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.context import HandlerContext
-from app.pipeline.apply import HandlerFailed, Mode, apply_isolated, run_handlers
+from app.pipeline.apply import HandlerFailed, Mode, apply_isolated, apply_waves
 from app.pipeline.decode import Decoded, decode
 from app.pipeline.gate import Gate, decide, effective_last
-from app.pipeline.outcomes import Applied, Duplicate, Failed, Outcome, Parked, Stale
+from app.pipeline.outcomes import Applied, Duplicate, Outcome, Parked, Skipped, Stale
+from app.pipeline.route import FailureRouter
 from app.pipeline.store import (
     Aggregate,
     BatchChanges,
     ConsumerStore,
     ParkedRow,
-    failure_row,
     now,
     parked_row,
 )
 from app.registry import Registry
 from app.settings import UnseenAggregatePolicy
+from dlq.records import OutRecord
 
 
 @dataclass
@@ -43,11 +45,14 @@ class ConsumerBatch:
     policy: UnseenAggregatePolicy
     ctx: HandlerContext
     mode: Mode
+    router: FailureRouter
     outcomes: list[Outcome] = field(default_factory=list)
+    routed: list[OutRecord] = field(default_factory=list)
     _changes: BatchChanges = field(default_factory=BatchChanges.empty)
     _versions: dict[Aggregate, int | None] = field(default_factory=dict)
     _parked_db: dict[Aggregate, dict[int, ParkedRow]] = field(default_factory=dict)
     _parked_here: dict[Aggregate, dict[int, Decoded]] = field(default_factory=dict)
+    _plan: list[Decoded] = field(default_factory=list)
 
     async def run(self, events: list[Decoded]) -> list[Outcome]:
         """Process ``events`` (arrival order) and write the results; the caller commits."""
@@ -62,6 +67,12 @@ class ConsumerBatch:
                 continue
             seen.add(item.event_id)
             await self._gate(item)
+        if self.mode is Mode.FAST:
+            await apply_waves(
+                self._plan,
+                lambda event_type: self.registry.handlers_for(self.consumer, event_type),
+                self.ctx,
+            )
         self._changes.parked = [
             parked_row(self.consumer, item.event, item.record)
             for slots in self._parked_here.values()
@@ -119,22 +130,38 @@ class ConsumerBatch:
             self._changes.versions[agg] = nxt
 
     async def _apply(self, item: Decoded) -> bool:
-        """Run the handlers; on success add the dedup record. False when a handler failed."""
-        handlers = self.registry.handlers_for(self.consumer, item.event.event_type)
-        if handlers:
+        """Apply (FAST: plan) the event and add its dedup record.
+
+        False when a handler failed: the event is then routed to a retry tier or
+        the DLT, and its aggregate's later versions wait for it (they park).
+        An operator's skip takes the version without running any handler.
+        """
+        trip = item.trip
+        handlers = (
+            [] if trip.skip else self.registry.handlers_for(self.consumer, item.event.event_type)
+        )
+        if self.mode is Mode.FAST:
+            if handlers:
+                self._plan.append(item)
+        elif handlers:
             try:
-                if self.mode is Mode.FAST:
-                    await run_handlers(handlers, item, self.ctx)
-                else:
-                    await apply_isolated(handlers, item, self.ctx)
+                await apply_isolated(handlers, item, self.ctx)
             except HandlerFailed as failed:
-                if self.mode is Mode.FAST:
-                    raise
-                self._changes.failed.append(
-                    failure_row(self.consumer, item.record, item.event, failed.reason, failed.cause)
+                routed = self.router.handler_failure(item, self.consumer, failed)
+                self._changes.failed.append(routed.row)
+                self.routed.append(routed.out)
+                self.outcomes.append(
+                    Outcome(
+                        routed.kind,
+                        self.consumer,
+                        item.event_id,
+                        item.event.event_type,
+                        str(failed),
+                    )
                 )
-                self._out(Failed, item, str(failed))
                 return False
+        if trip.consumer is not None:
+            self._changes.resolve(trip, "skipped" if trip.skip else "resolved")
         event = item.event
         self._changes.consumed.append(
             {
@@ -147,7 +174,7 @@ class ConsumerBatch:
                 "applied_at": now(),
             }
         )
-        self._out(Applied, item)
+        self._out(Skipped if trip.skip else Applied, item)
         return True
 
     def _out(self, make: Callable[..., Outcome], item: Decoded, *detail: str) -> None:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from app.errors import InvalidSchemaError, PoisonError, UndecodableError, UnsupportedVersionError
 from app.records import RawRecord
+from dlq.trip import Trip
 from schemas.envelope import Event, RawEnvelope
 from schemas.registry import is_known_event_type, model_for
 
@@ -22,6 +23,7 @@ class Decoded:
     record: RawRecord
     event: Event
     known: bool
+    trip: Trip
 
     @property
     def event_id(self) -> str:
@@ -35,39 +37,43 @@ class Poison:
 
     record: RawRecord
     error: PoisonError
+    trip: Trip
     envelope: RawEnvelope | None = None
 
 
 def decode(record: RawRecord) -> Decoded | Poison:
     """Turn one record into a typed event; never raises for bad input."""
+    trip = Trip.of(record)
+
+    def poison(error: PoisonError, envelope: RawEnvelope | None = None) -> Poison:
+        return Poison(record, error, trip, envelope)
+
     try:
         raw: Any = orjson.loads(record.value or b"")
     except orjson.JSONDecodeError as exc:
-        return Poison(record, UndecodableError(f"value is not JSON: {exc}"))
+        return poison(UndecodableError(f"value is not JSON: {exc}"))
     if not isinstance(raw, dict):
-        return Poison(
-            record, UndecodableError(f"value is JSON {type(raw).__name__}, not an object")
-        )
+        return poison(UndecodableError(f"value is JSON {type(raw).__name__}, not an object"))
     try:
         envelope = RawEnvelope.model_validate(raw)
     except ValidationError as exc:
-        return Poison(record, InvalidSchemaError(f"envelope: {_summary(exc)}"))
+        return poison(InvalidSchemaError(f"envelope: {_summary(exc)}"))
     model = model_for(envelope.event_type, envelope.event_version)
     if model is None:
         if is_known_event_type(envelope.event_type):
-            return Poison(
-                record,
+            return poison(
                 UnsupportedVersionError(
                     f"{envelope.event_type} has no model for eventVersion {envelope.event_version}"
                 ),
                 envelope,
             )
-        return Decoded(record, envelope, known=False)
+        return Decoded(record, envelope, known=False, trip=trip)
     try:
         data = model.model_validate(envelope.data)
     except ValidationError as exc:
-        return Poison(record, InvalidSchemaError(f"data: {_summary(exc)}"), envelope)
-    return Decoded(record, envelope.model_copy(update={"data": data}), known=True)
+        return poison(InvalidSchemaError(f"data: {_summary(exc)}"), envelope)
+    typed = envelope.model_copy(update={"data": data})
+    return Decoded(record, typed, known=True, trip=trip)
 
 
 def decode_batch(records: list[RawRecord]) -> tuple[list[Decoded], list[Poison]]:

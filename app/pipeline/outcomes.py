@@ -16,7 +16,9 @@ class Kind(StrEnum):
     DUPLICATE = "duplicate"
     STALE = "stale"
     PARKED = "parked"
-    FAILED = "failed"
+    RETRIED = "retried"
+    DEAD_LETTERED = "dead-lettered"
+    SKIPPED = "skipped"
     POISON = "poison"
 
 
@@ -51,6 +53,6 @@ def Parked(consumer: str, event_id: str, event_type: str, detail: str) -> Outcom
     return Outcome(Kind.PARKED, consumer, event_id, event_type, detail)
 
 
-def Failed(consumer: str, event_id: str, event_type: str, detail: str) -> Outcome:
-    """A handler raised; the failure is recorded and the aggregate waits for this event."""
-    return Outcome(Kind.FAILED, consumer, event_id, event_type, detail)
+def Skipped(consumer: str, event_id: str, event_type: str) -> Outcome:
+    """An operator gave up on the event: its version was taken without running handlers."""
+    return Outcome(Kind.SKIPPED, consumer, event_id, event_type)

@@ -3,13 +3,17 @@
 For each batch the runtime hands over, in this order and for these reasons:
 
 1. decode every record (pure; poison is found before any transaction opens);
-2. record the poison once, for nobody in particular (it is no consumer's event);
-3. for each consumer, one transaction: lock versions, dedup, gate, apply,
-   park/drain, write records (``ConsumerBatch``) and commit; first without
-   savepoints, and only if a handler fails, again with one savepoint per event,
-   so the common batch pays for no isolation it does not use;
-4. run the after-commit callbacks of the transactions that committed;
-5. return the outcomes, so that metrics and logs are derived from values.
+2. dead-letter the poison once, for nobody in particular (it is no consumer's
+   event): remember it in the database, publish it to the DLT;
+3. for each consumer (a retry record only for the consumer it names), one
+   transaction: lock versions, dedup, gate, apply, park/drain, route failures,
+   write records (``ConsumerBatch``) and commit; first without savepoints, and
+   only if a handler fails, again with one savepoint per event, so the common
+   batch pays for no isolation it does not use;
+4. publish that consumer's failures to their retry tier or the DLT, awaited
+   (after the commit: a crash in between re-runs the event from its topic);
+5. run the after-commit callbacks of the transactions that committed;
+6. return the outcomes, so that metrics and logs are derived from values.
 
 An infrastructure failure at any step pauses and retries that step in place
 (consumers that already committed are not run again). Only when this returns
@@ -20,24 +24,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.context import HandlerContext
-from app.db.dialect import insert_ignore
+from app.db.dialect import upsert
 from app.db.tables import failed_event
 from app.pipeline.apply import HandlerFailed, Mode
 from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import Decoded, Poison, decode_batch
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.pause import Backoff, OnPause, retry_in_place
-from app.pipeline.store import failure_row
+from app.pipeline.publish import Publisher
+from app.pipeline.route import FailureRouter
+from app.pipeline.store import FAILURE_UPDATE_COLUMNS
 from app.records import RawRecord
 from app.registry import Registry
 from app.settings import UnseenAggregatePolicy
 
+T = TypeVar("T")
 log = logging.getLogger("effectively_once.pipeline")
 
 
@@ -47,29 +55,27 @@ class BatchProcessor:
 
     sessions: async_sessionmaker[AsyncSession]
     registry: Registry
+    router: FailureRouter
+    publisher: Publisher
     policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE
     backoff: Backoff = field(default_factory=Backoff)
     concurrent_consumers: bool = True
     on_pause: OnPause | None = None
 
     async def process(self, records: Sequence[RawRecord]) -> list[Outcome]:
-        """Process ``records``; returns once every effect is committed. Bad events never raise."""
+        """Process ``records``; returns once every effect is committed and every failure
+        is published to its retry tier or the DLT. Bad events never raise."""
         events, poison = decode_batch(list(records))
-        outcomes = [
-            Outcome(
-                Kind.POISON, "", p.envelope.event_id if p.envelope else None, None, str(p.error)
-            )
-            for p in poison
-        ]
+        outcomes: list[Outcome] = []
         if poison:
-            await retry_in_place(
-                "recording poison",
-                lambda: self._record_poison(poison),
-                self.backoff,
-                on_pause=self.on_pause,
-            )
+            outcomes += await self._dead_letter_poison(poison)
         if events:
-            runs = [self._consumer_until_done(name, events) for name in self.registry.consumers]
+            runs = [
+                self._consumer(name, mine)
+                for name in self.registry.consumers
+                if (mine := [e for e in events if e.trip.consumer in (None, name)])
+            ]
+            _warn_unknown_targets(events, self.registry.consumers)
             if self.concurrent_consumers:
                 results = await asyncio.gather(*runs)
             else:
@@ -78,15 +84,22 @@ class BatchProcessor:
                 outcomes.extend(consumer_outcomes)
         return outcomes
 
-    async def _consumer_until_done(self, consumer: str, events: list[Decoded]) -> list[Outcome]:
-        return await retry_in_place(
-            f"batch of {len(events)} for {consumer}",
-            lambda: self._consumer_once(consumer, events),
-            self.backoff,
-            on_pause=self.on_pause,
+    async def _consumer(self, consumer: str, events: list[Decoded]) -> list[Outcome]:
+        batch = await self._until_done(
+            f"batch of {len(events)} for {consumer}", lambda: self._consumer_once(consumer, events)
         )
+        # The transaction committed: its failures must reach the broker before any ack.
+        await self._until_done(
+            f"publishing {len(batch.routed)} failure(s) of {consumer}",
+            lambda: self.publisher.publish(batch.routed),
+        )
+        await _run_after_commit(batch.ctx)
+        return batch.outcomes
 
-    async def _consumer_once(self, consumer: str, events: list[Decoded]) -> list[Outcome]:
+    async def _until_done(self, what: str, operation: Callable[[], Awaitable[T]]) -> T:
+        return await retry_in_place(what, operation, self.backoff, on_pause=self.on_pause)
+
+    async def _consumer_once(self, consumer: str, events: list[Decoded]) -> ConsumerBatch:
         try:
             return await self._transaction(consumer, events, Mode.FAST)
         except HandlerFailed as failed:
@@ -95,22 +108,44 @@ class BatchProcessor:
             )
             return await self._transaction(consumer, events, Mode.ISOLATED)
 
-    async def _transaction(self, consumer: str, events: list[Decoded], mode: Mode) -> list[Outcome]:
+    async def _transaction(self, consumer: str, events: list[Decoded], mode: Mode) -> ConsumerBatch:
         async with self.sessions() as session:
             ctx = HandlerContext(session=session, consumer=consumer)
+            batch = ConsumerBatch(consumer, self.registry, self.policy, ctx, mode, self.router)
             async with session.begin():
-                batch = ConsumerBatch(consumer, self.registry, self.policy, ctx, mode)
-                outcomes = await batch.run(events)
-            # committed: the effects, dedup records and versions are durable together
-        await _run_after_commit(ctx)
-        return outcomes
+                await batch.run(events)
+            # committed: the effects, dedup records, versions and failures are durable together
+        return batch
 
-    async def _record_poison(self, poison: list[Poison]) -> None:
-        rows = [failure_row("", p.record, p.envelope, p.error.reason, p.error) for p in poison]
-        async with self.sessions() as session, session.begin():
-            await insert_ignore(session, failed_event, rows)
+    async def _dead_letter_poison(self, poison: list[Poison]) -> list[Outcome]:
+        routed = [self.router.poison(p) for p in poison]
+
+        async def remember() -> None:
+            async with self.sessions() as session, session.begin():
+                await upsert(session, failed_event, [r.row for r in routed], FAILURE_UPDATE_COLUMNS)
+
+        await self._until_done("recording poison", remember)
+        await self._until_done(
+            "publishing poison to the DLT", lambda: self.publisher.publish([r.out for r in routed])
+        )
         for p in poison:
             log.warning("poison record %s (%s): %s", p.record.position, p.error.reason, p.error)
+        return [
+            Outcome(Kind.POISON, "", p.envelope.event_id if p.envelope else None, None, r.detail)
+            for p, r in zip(poison, routed, strict=True)
+        ]
+
+
+def _warn_unknown_targets(events: list[Decoded], consumers: list[str]) -> None:
+    for item in events:
+        target = item.trip.consumer
+        if target is not None and target not in consumers:
+            log.error(
+                "%s targets consumer %r, which this worker does not run; it is left on its "
+                "topic (replay it once the consumer is deployed again)",
+                item.record.position,
+                target,
+            )
 
 
 async def _run_after_commit(ctx: HandlerContext) -> None:

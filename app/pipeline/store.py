@@ -12,14 +12,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select, tuple_, update
+from sqlalchemy import bindparam, delete, select, tuple_, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.dialect import insert_ignore
+from app.db.dialect import insert_ignore, upsert
 from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
 from app.records import RawRecord, headers_from_json, headers_to_json
+from dlq.trip import Trip
 
 Aggregate = tuple[str, str]
+
+# What a later failure of the same record overwrites (first_failed_at stays).
+FAILURE_UPDATE_COLUMNS = (
+    "status",
+    "attempts",
+    "reason",
+    "exception_type",
+    "exception_message",
+    "last_failed_at",
+)
 
 # Large IN lists are split so that no statement exceeds a driver's parameter limit.
 _CHUNK = 500
@@ -99,13 +110,16 @@ class ConsumerStore:
     async def seen_event_ids(self, event_ids: Sequence[str]) -> set[str]:
         """Which of ``event_ids`` this consumer already applied or parked."""
         seen: set[str] = set()
-        unique = sorted(set(event_ids))
-        for table in (consumed_event, parked_event):
-            for chunk in _chunks(unique):
-                stmt = select(table.c.event_id).where(
-                    table.c.consumer_group == self.consumer, table.c.event_id.in_(list(chunk))
-                )
-                seen.update((await self.session.scalars(stmt)).all())
+        for chunk in _chunks(sorted(set(event_ids))):
+            ids = list(chunk)
+            consumed = select(consumed_event.c.event_id).where(
+                consumed_event.c.consumer_group == self.consumer,
+                consumed_event.c.event_id.in_(ids),
+            )
+            parked = select(parked_event.c.event_id).where(
+                parked_event.c.consumer_group == self.consumer, parked_event.c.event_id.in_(ids)
+            )
+            seen.update((await self.session.scalars(union_all(consumed, parked))).all())
         return seen
 
     async def parked_for(
@@ -166,7 +180,22 @@ class ConsumerStore:
         if changes.parked:
             await self.session.execute(parked_event.insert(), changes.parked)
         if changes.failed:
-            await insert_ignore(self.session, failed_event, changes.failed)
+            await upsert(self.session, failed_event, changes.failed, FAILURE_UPDATE_COLUMNS)
+        if changes.resolved:
+            t = failed_event
+            stmt = (
+                update(t)
+                .where(
+                    t.c.consumer_group == self.consumer,
+                    t.c.topic == bindparam("b_topic"),
+                    t.c.partition == bindparam("b_partition"),
+                    t.c.offset == bindparam("b_offset"),
+                )
+                .values(status=bindparam("b_status"))
+            )
+            await self.session.execute(
+                stmt, changes.resolved, execution_options={"synchronize_session": False}
+            )
 
 
 @dataclass
@@ -178,11 +207,23 @@ class BatchChanges:
     parked: list[dict[str, Any]]
     unparked: set[str]
     failed: list[dict[str, Any]]
+    resolved: list[dict[str, Any]]
 
     @classmethod
     def empty(cls) -> BatchChanges:
         """Nothing to write yet."""
-        return cls([], {}, [], set(), [])
+        return cls([], {}, [], set(), [], [])
+
+    def resolve(self, trip: Trip, status: str) -> None:
+        """Mark the ``failed_event`` row of an event that came back and took effect."""
+        self.resolved.append(
+            {
+                "b_topic": trip.original_topic,
+                "b_partition": trip.original_partition,
+                "b_offset": trip.original_offset,
+                "b_status": status,
+            }
+        )
 
 
 def parked_row(consumer: str, event: Any, record: RawRecord) -> dict[str, Any]:
@@ -201,28 +242,4 @@ def parked_row(consumer: str, event: Any, record: RawRecord) -> dict[str, Any]:
         "record_value": record.value or b"",
         "record_headers": headers_to_json(record.headers),
         "parked_at": now(),
-    }
-
-
-def failure_row(
-    consumer: str, record: RawRecord, event: Any | None, reason: str, exc: BaseException
-) -> dict[str, Any]:
-    """The ``failed_event`` row of a record that failed for ``consumer`` (``""``: unreadable)."""
-    return {
-        "consumer_group": consumer,
-        "topic": record.topic,
-        "partition": record.partition,
-        "offset": record.offset,
-        "event_id": getattr(event, "event_id", None),
-        "event_type": getattr(event, "event_type", None),
-        "aggregate_type": getattr(event, "aggregate_type", None),
-        "aggregate_id": getattr(event, "aggregate_id", None),
-        "aggregate_version": getattr(event, "aggregate_version", None),
-        "reason": reason,
-        "exception_type": f"{type(exc).__module__}.{type(exc).__qualname__}",
-        "exception_message": str(exc)[:4000],
-        "record_key": record.key,
-        "record_value": record.value,
-        "record_headers": headers_to_json(record.headers),
-        "failed_at": now(),
     }

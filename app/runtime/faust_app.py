@@ -1,25 +1,34 @@
-"""Build the faust app and its one agent."""
+"""Build the faust app: the main topic's agent, one agent per retry tier, the DLT topic."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import faust
 
+from app.logging_setup import faust_logging_config
+from app.monitoring.progress import Progress
+from app.records import RawRecord
 from app.registry import Registry
 from app.runtime.acks import withhold
+from app.runtime.publisher import FaustPublisher
 from app.runtime.records import to_record
 from app.runtime.services import Services, start_services
+from app.runtime.web import add_observability
 from app.settings import Settings
+from dlq.topics import dlt_topic, retry_topic
+from dlq.trip import Trip
 
 log = logging.getLogger("effectively_once.worker")
 
 
 def create_app(settings: Settings, registry: Registry) -> faust.App:
-    """The faust app consuming ``ORDER_TOPIC`` in batches through the pipeline."""
+    """The faust app consuming ``ORDER_TOPIC`` and its retry tiers in batches."""
     # faust keeps per-app files here; off the working directory, one folder per app id.
     datadir = Path(tempfile.gettempdir()) / "effectively-once"
     datadir.mkdir(parents=True, exist_ok=True)
@@ -33,40 +42,93 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
         store="memory://",
         datadir=str(datadir / settings.app_id),
         web_enabled=True,
+        logging_config=faust_logging_config(settings),
     )
-    topic = app.topic(
-        settings.order_topic,
+    services = _LazyServices(settings, registry, FaustPublisher(app))
+    progress = add_observability(app, settings, registry)
+    base = settings.order_topic
+    _agent(app, _topic(app, settings, base), services, progress, "main", wait_until_due=False)
+    for delay in settings.retry_delay_seconds:
+        name = retry_topic(base, delay)
+        _agent(app, _topic(app, settings, name), services, progress, name, wait_until_due=True)
+    _topic(app, settings, dlt_topic(base))  # declared at start, so routing never races its creation
+
+    @app.on_before_shutdown.connect  # type: ignore[arg-type]
+    async def _close(app: Any, **_: Any) -> None:
+        await services.close()
+
+    return app
+
+
+def _topic(app: faust.App, settings: Settings, name: str) -> Any:
+    return app.topic(
+        name,
         partitions=settings.order_topic_partitions,
         key_serializer="raw",
         value_serializer="raw",
-        # Declared at start when missing (with ORDER_TOPIC_PARTITIONS); an existing topic
-        # is left as it is.
+        # Declared at start when missing; an existing topic is left as it is.
         internal=True,
     )
-    holder: dict[str, Services] = {}
 
-    @app.agent(topic, name="effectively-once")
+
+def _agent(
+    app: faust.App,
+    topic: Any,
+    services: _LazyServices,
+    progress: Progress,
+    name: str,
+    wait_until_due: bool,
+) -> None:
+    settings = services.settings
+
     async def consume(stream: Any) -> None:
-        services = holder.get("services")
-        if services is None:
-            services = holder["services"] = await start_services(settings, registry)
-        processor = services.processor
-        async for events in stream.take_events(
-            settings.batch_size, within=settings.batch_wait_seconds
-        ):
+        processor = (await services.get()).processor
+        batches = stream.take_events(settings.batch_size, within=settings.batch_wait_seconds)
+        async for events in batches:
             try:
-                outcomes = await processor.process([to_record(e) for e in events])
+                records = [to_record(e) for e in events]
+                if wait_until_due:
+                    await _sleep_until_due(records)
+                outcomes = await progress.run(processor.process, records)
             except BaseException:
                 # Stopping, or a bug: what was not committed must not be acked.
                 withhold(events)
                 raise
-            log.debug("batch of %d: %d outcomes", len(events), len(outcomes))
+            log.debug("%s: batch of %d, %d outcomes", name, len(events), len(outcomes))
             # Leaving the loop body lets faust ack the batch: only now, after the commit.
 
-    @app.on_before_shutdown.connect  # type: ignore[arg-type]
-    async def _close(app: Any, **_: Any) -> None:
-        services = holder.pop("services", None)
-        if services is not None:
-            await services.close()
+    app.agent(topic, name=f"effectively-once:{name}")(consume)
 
-    return app
+
+async def _sleep_until_due(records: list[RawRecord]) -> None:
+    """A retry record is never run before its ``retry-due-at``; a tier's records come in due
+    order, so waiting for the batch's last one delays the others by at most the batch wait."""
+    due = [trip.due_at for trip in map(Trip.of, records) if trip.due_at is not None]
+    if due:
+        delay = (max(due) - datetime.now(UTC)).total_seconds()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+class _LazyServices:
+    """Built by the first agent that runs (migrations need the event loop), shared by all."""
+
+    def __init__(self, settings: Settings, registry: Registry, publisher: FaustPublisher) -> None:
+        self.settings = settings
+        self._registry = registry
+        self._publisher = publisher
+        self._lock = asyncio.Lock()
+        self._services: Services | None = None
+
+    async def get(self) -> Services:
+        async with self._lock:
+            if self._services is None:
+                self._services = await start_services(
+                    self.settings, self._registry, self._publisher
+                )
+            return self._services
+
+    async def close(self) -> None:
+        if self._services is not None:
+            await self._services.close()
+            self._services = None

@@ -5,17 +5,19 @@ writes one ``notification`` row (its kind, order and user) and hands the send
 to ``ctx.after_commit``; the handler itself never calls the sender. The same
 eventId written twice leaves one row and one send. ``set_sender`` swaps the
 sender and returns the previous one; the default ``LogSender`` logs. The
-handlers run on a real SQLite database created by the migrations.
+handlers are batch handlers: a list of events in one call writes one row and
+registers one send per event. They run on a real database created by the
+migrations (SQLite here; PostgreSQL and MariaDB in
+``tests/integration/test_example_handlers_on_each_database.py``).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +27,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 import handlers
 from app.context import AfterCommit, HandlerContext
-from app.db.engine import create_engine, session_factory
-from app.db.migrate import upgrade_to_head
 from app.registry import HandlerFn, default_registry
 from handlers.notification import (
     CONSUMER,
@@ -67,17 +67,6 @@ class RecordingContext(HandlerContext):
 
 
 @pytest.fixture
-async def session(tmp_path: Path) -> AsyncIterator[AsyncSession]:
-    """A session on a fresh, migrated SQLite database."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'notification.db'}"
-    await upgrade_to_head(url)
-    engine = create_engine(url)
-    async with session_factory(engine)() as db_session:
-        yield db_session
-    await engine.dispose()
-
-
-@pytest.fixture
 def sender() -> Iterator[RecordingSender]:
     """The sender for the test; the previous one is put back afterwards."""
     recording = RecordingSender()
@@ -111,10 +100,10 @@ PAID = OrderPaid(order_id="o-1", user_id="u-1", amount=Decimal("12.5"), paid_at=
 CANCELLED = OrderCancelled(order_id="o-1", user_id="u-1", reason="changed mind")
 
 
-async def apply(session: AsyncSession, fn: HandlerFn, event: Envelope[Any]) -> RecordingContext:
-    """Run one handler and commit, leaving its after-commit callbacks pending."""
+async def apply(session: AsyncSession, fn: HandlerFn, *events: Envelope[Any]) -> RecordingContext:
+    """Run one batch handler on ``events`` in one call and commit, leaving its callbacks pending."""
     ctx = RecordingContext(session)
-    await fn(event, ctx)
+    await fn(list(events), ctx)
     await session.commit()
     return ctx
 
@@ -155,7 +144,7 @@ async def test_a_rolled_back_notification_leaves_no_row_and_nothing_sent(
     session: AsyncSession, sender: RecordingSender
 ) -> None:
     ctx = RecordingContext(session)
-    await order_placed(envelope(CREATED, 1), ctx)
+    await order_placed([envelope(CREATED, 1)], ctx)
     await session.rollback()  # the framework drops ctx's callbacks with the transaction
 
     assert (await session.execute(select(notification))).all() == []
@@ -174,6 +163,54 @@ async def test_the_same_event_twice_writes_and_sends_once(
     assert (len(first.pending), len(second.pending)) == (1, 0)
 
 
+async def test_one_call_writes_a_row_and_registers_a_send_per_event(
+    session: AsyncSession, sender: RecordingSender
+) -> None:
+    orders = [
+        OrderPaid(order_id=f"o-{n}", user_id=f"u-{n % 2}", amount=Decimal(n), paid_at=NOW)
+        for n in range(3)
+    ]
+    events = [envelope(order, 2) for order in orders]
+
+    ctx = await apply(session, payment_received, *events)
+    assert sender.sent == []
+
+    rows = (await session.execute(select(notification).order_by(notification.c.id))).all()
+    assert [(r.event_id, r.order_id, r.user_id, r.kind) for r in rows] == [
+        (e.event_id, f"o-{n}", f"u-{n % 2}", "payment_received") for n, e in enumerate(events)
+    ]
+    for callback in ctx.pending:
+        await callback()
+    assert [n.event_id for n in sender.sent] == [e.event_id for e in events]
+
+
+async def test_one_call_writes_and_sends_only_the_events_not_written_before(
+    session: AsyncSession, sender: RecordingSender
+) -> None:
+    seen = envelope(CREATED, 1)
+    await apply(session, order_placed, seen)
+    new = envelope(CREATED, 1)
+
+    ctx = await apply(session, order_placed, seen, new, new)
+
+    assert len((await session.execute(select(notification))).all()) == 2
+    for callback in ctx.pending:
+        await callback()
+    assert [n.event_id for n in sender.sent] == [new.event_id]
+
+
+async def test_a_call_longer_than_one_in_list_writes_every_event(
+    session: AsyncSession, sender: RecordingSender
+) -> None:
+    events = [envelope(CANCELLED, 3) for _ in range(1201)]
+    await apply(session, order_cancelled, *events[:600])
+
+    ctx = await apply(session, order_cancelled, *events)
+
+    assert len((await session.execute(select(notification))).all()) == len(events)
+    assert len(ctx.pending) == len(events) - 600
+
+
 def test_set_sender_returns_the_previous_sender(sender: RecordingSender) -> None:
     replacement: Sender = RecordingSender()
 
@@ -190,14 +227,16 @@ async def test_the_default_sender_logs(caplog: pytest.LogCaptureFixture) -> None
     assert "e-1" in caplog.text and "order_placed" in caplog.text
 
 
-def test_importing_handlers_registers_notification_service() -> None:
+def test_importing_handlers_registers_notification_service_as_batch_handlers() -> None:
     assert handlers.notification is not None
     registered = {
-        event_type: [spec.fn for spec in default_registry.handlers_for(CONSUMER, event_type)]
+        event_type: [
+            (spec.fn, spec.batch) for spec in default_registry.handlers_for(CONSUMER, event_type)
+        ]
         for event_type in ("OrderCreated", "OrderPaid", "OrderCancelled")
     }
     assert registered == {
-        "OrderCreated": [order_placed],
-        "OrderPaid": [payment_received],
-        "OrderCancelled": [order_cancelled],
+        "OrderCreated": [(order_placed, True)],
+        "OrderPaid": [(payment_received, True)],
+        "OrderCancelled": [(order_cancelled, True)],
     }

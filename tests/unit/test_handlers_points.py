@@ -4,18 +4,19 @@ Contract: ``OrderPaid`` adds ``floor(amount)`` to the user's balance and
 records the award per order; a second ``OrderPaid`` of the same order awards
 nothing. ``OrderCancelled`` of an awarded order subtracts exactly that award
 and marks it revoked, so a second cancel subtracts nothing; the cancel of an
-order never awarded changes nothing. The handlers run on a real SQLite
-database created by the migrations, inside a transaction the test commits
-(as the framework would).
+order never awarded changes nothing. Both are batch handlers: a list of many
+orders in one call leaves the same state as one call per order, the awards
+of one user's orders summed into their balance. The handlers run on a real
+database created by the migrations (SQLite here; PostgreSQL and MariaDB in
+``tests/integration/test_example_handlers_on_each_database.py``), inside a
+transaction the test commits (as the framework would).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +26,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 import handlers
 from app.context import HandlerContext
-from app.db.engine import create_engine, session_factory
-from app.db.migrate import upgrade_to_head
 from app.registry import HandlerFn, default_registry
 from handlers.points import CONSUMER, award_points, revoke_points
 from handlers.tables import points_award, user_points
@@ -35,16 +34,8 @@ from schemas.order import OrderCancelled, OrderPaid
 
 NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
-
-@pytest.fixture
-async def session(tmp_path: Path) -> AsyncIterator[AsyncSession]:
-    """A session on a fresh, migrated SQLite database."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'points.db'}"
-    await upgrade_to_head(url)
-    engine = create_engine(url)
-    async with session_factory(engine)() as db_session:
-        yield db_session
-    await engine.dispose()
+# Several orders' events in one call, or in one call (and transaction) each.
+ONE_CALL_OR_EACH = pytest.mark.parametrize("together", [True, False], ids=["one-call", "each"])
 
 
 def envelope(data: BaseModel, version: int) -> Envelope[Any]:
@@ -70,15 +61,29 @@ def cancelled(order_id: str, user_id: str = "u-1") -> Envelope[Any]:
     return envelope(OrderCancelled(order_id=order_id, user_id=user_id, reason="test"), 3)
 
 
-async def apply(session: AsyncSession, fn: HandlerFn, event: Envelope[Any]) -> None:
-    """Run one handler in a transaction and commit it, as the framework does."""
-    await fn(event, HandlerContext(session=session, consumer=CONSUMER))
+async def apply(session: AsyncSession, fn: HandlerFn, *events: Envelope[Any]) -> None:
+    """Run one batch handler on ``events`` in one call and commit, as the framework does."""
+    await fn(list(events), HandlerContext(session=session, consumer=CONSUMER))
     await session.commit()
+
+
+async def apply_all(
+    session: AsyncSession, fn: HandlerFn, events: list[Envelope[Any]], together: bool
+) -> None:
+    """``events`` in one call, or one call each."""
+    for call in [events] if together else [[event] for event in events]:
+        await apply(session, fn, *call)
 
 
 async def balances(session: AsyncSession) -> dict[str, int]:
     rows = await session.execute(select(user_points.c.user_id, user_points.c.balance))
     return {user: int(balance) for user, balance in rows}
+
+
+async def revoked(session: AsyncSession) -> dict[str, bool]:
+    """Whether each order's award is revoked."""
+    rows = await session.execute(select(points_award.c.order_id, points_award.c.revoked_at))
+    return {order_id: revoked_at is not None for order_id, revoked_at in rows}
 
 
 async def test_paid_order_earns_the_whole_units_of_its_amount(session: AsyncSession) -> None:
@@ -89,12 +94,22 @@ async def test_paid_order_earns_the_whole_units_of_its_amount(session: AsyncSess
     assert tuple(award) == ("o-1", "u-1", 10, None)
 
 
-async def test_awards_of_several_orders_add_up(session: AsyncSession) -> None:
-    await apply(session, award_points, paid("o-1", "10.9"))
-    await apply(session, award_points, paid("o-2", "5"))
-    await apply(session, award_points, paid("o-3", "0.99", user_id="u-2"))
+@ONE_CALL_OR_EACH
+async def test_awards_of_several_orders_add_up(session: AsyncSession, together: bool) -> None:
+    events = [paid("o-1", "10.9"), paid("o-2", "5"), paid("o-3", "0.99", user_id="u-2")]
+    await apply_all(session, award_points, events, together)
 
     assert await balances(session) == {"u-1": 15, "u-2": 0}
+
+
+async def test_two_orders_of_one_user_paid_in_one_call_sum_into_the_balance(
+    session: AsyncSession,
+) -> None:
+    await apply(session, award_points, paid("o-1", "10.9"), paid("o-2", "5.5"))
+
+    assert await balances(session) == {"u-1": 15}
+    awards = await session.execute(select(points_award.c.order_id, points_award.c.points))
+    assert sorted(awards) == [("o-1", 10), ("o-2", 5)]
 
 
 async def test_a_second_payment_of_the_same_order_awards_nothing(session: AsyncSession) -> None:
@@ -104,19 +119,25 @@ async def test_a_second_payment_of_the_same_order_awards_nothing(session: AsyncS
     assert await balances(session) == {"u-1": 10}
 
 
-async def test_cancel_takes_the_award_back_once(session: AsyncSession) -> None:
-    await apply(session, award_points, paid("o-1", "10.9"))
-    await apply(session, award_points, paid("o-2", "5"))
+async def test_a_list_naming_an_order_twice_awards_it_once(session: AsyncSession) -> None:
+    await apply(session, award_points, paid("o-1", "10.9"), paid("o-1", "10.9"))
+
+    assert await balances(session) == {"u-1": 10}
+
+
+@ONE_CALL_OR_EACH
+async def test_cancel_takes_the_award_back_once(session: AsyncSession, together: bool) -> None:
+    await apply_all(session, award_points, [paid("o-1", "10.9"), paid("o-2", "5")], together)
 
     await apply(session, revoke_points, cancelled("o-1"))
     assert await balances(session) == {"u-1": 5}
 
     await apply(session, revoke_points, cancelled("o-1"))
     assert await balances(session) == {"u-1": 5}
-    revoked = await session.scalar(
+    revoked_at = await session.scalar(
         select(points_award.c.revoked_at).where(points_award.c.order_id == "o-1")
     )
-    assert revoked is not None
+    assert revoked_at is not None
 
 
 async def test_payment_after_cancel_does_not_award_again(session: AsyncSession) -> None:
@@ -136,14 +157,69 @@ async def test_cancel_of_an_order_never_awarded_changes_nothing(session: AsyncSe
     assert (await session.execute(select(points_award.c.order_id))).scalars().all() == ["o-1"]
 
 
-def test_importing_handlers_registers_points_service() -> None:
+async def test_one_call_awards_only_the_orders_never_awarded(session: AsyncSession) -> None:
+    await apply(session, award_points, paid("o-awarded", "4"), paid("o-revoked", "8"))
+    await apply(session, revoke_points, cancelled("o-revoked"))
+
+    await apply(
+        session,
+        award_points,
+        paid("o-awarded", "4"),
+        paid("o-new", "2", user_id="u-2"),
+        paid("o-revoked", "8"),
+    )
+
+    assert await balances(session) == {"u-1": 4, "u-2": 2}
+
+
+@ONE_CALL_OR_EACH
+async def test_cancels_take_back_each_users_awards_summed(
+    session: AsyncSession, together: bool
+) -> None:
+    await apply(
+        session,
+        award_points,
+        paid("o-1", "10"),
+        paid("o-2", "5"),
+        paid("o-3", "7", user_id="u-2"),
+        paid("o-4", "3"),
+    )
+    await apply(session, revoke_points, cancelled("o-4"))
+
+    cancels = [cancelled("o-1"), cancelled("o-3", user_id="u-2"), cancelled("o-4")]
+    await apply_all(session, revoke_points, [*cancels, cancelled("o-unpaid")], together)
+
+    assert await balances(session) == {"u-1": 5, "u-2": 0}
+    assert await revoked(session) == {"o-1": True, "o-2": False, "o-3": True, "o-4": True}
+
+
+async def test_a_call_longer_than_one_in_list_awards_and_revokes_every_order(
+    session: AsyncSession,
+) -> None:
+    orders = [f"o-{n:04}" for n in range(1201)]
+    await apply(
+        session, award_points, *(paid(o, "2", user_id=f"u-{n % 7}") for n, o in enumerate(orders))
+    )
+    await apply(session, revoke_points, *(cancelled(o) for o in orders[::2]))
+
+    kept = orders[1::2]
+    expected: dict[str, int] = {}
+    for n, _ in enumerate(orders):
+        expected[f"u-{n % 7}"] = expected.get(f"u-{n % 7}", 0) + (2 if n % 2 else 0)
+    assert await balances(session) == expected
+    assert sorted(o for o, gone in (await revoked(session)).items() if not gone) == kept
+
+
+def test_importing_handlers_registers_points_service_as_batch_handlers() -> None:
     assert handlers.points is not None
     by_event = {
-        event_type: [spec.fn for spec in default_registry.handlers_for(CONSUMER, event_type)]
+        event_type: [
+            (spec.fn, spec.batch) for spec in default_registry.handlers_for(CONSUMER, event_type)
+        ]
         for event_type in ("OrderCreated", "OrderPaid", "OrderCancelled")
     }
     assert by_event == {
         "OrderCreated": [],
-        "OrderPaid": [award_points],
-        "OrderCancelled": [revoke_points],
+        "OrderPaid": [(award_points, True)],
+        "OrderCancelled": [(revoke_points, True)],
     }

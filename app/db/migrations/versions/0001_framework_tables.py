@@ -85,7 +85,12 @@ def upgrade() -> None:
         sa.Column("record_key", sa.LargeBinary, nullable=True),
         sa.Column("record_value", sa.LargeBinary, nullable=True),
         sa.Column("record_headers", sa.Text, nullable=False),
-        sa.Column("failed_at", WHEN, nullable=False),
+        sa.Column("status", sa.String(20), nullable=False),
+        sa.Column("attempts", sa.Integer, nullable=False),
+        sa.Column("first_failed_at", WHEN, nullable=False),
+        sa.Column("last_failed_at", WHEN, nullable=False),
+        sa.Column("decided_by", sa.String(200), nullable=True),
+        sa.Column("decision_note", sa.Text, nullable=True),
     )
     op.create_index("ix_failed_event_event_id", "failed_event", ["event_id"])
 

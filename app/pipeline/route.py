@@ -1,0 +1,104 @@
+"""Route-failure stage: decide where a failed or poison record goes next, and what the
+database remembers about it. Pure apart from the injected clock; publishing is the
+processor's job, after the commit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from app.pipeline.apply import HandlerFailed
+from app.pipeline.decode import Decoded, Poison
+from app.pipeline.outcomes import Kind
+from app.records import RawRecord, headers_to_json
+from dlq.policy import DeadReason, RetryPolicy, route
+from dlq.records import Failure, OutRecord, dead_letter_record, original_headers, retry_record
+from dlq.topics import dlt_topic
+from dlq.trip import Trip
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    """The real clock."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """A failure's next stop: the record to publish, its ``failed_event`` row and outcome."""
+
+    out: OutRecord
+    row: dict[str, Any]
+    kind: Kind
+    detail: str
+
+
+@dataclass(frozen=True)
+class FailureRouter:
+    """Turns failures into retry-tier or DLT records (see ``dlq.policy.route``)."""
+
+    policy: RetryPolicy
+    clock: Clock = field(default=utc_now)
+
+    def handler_failure(self, item: Decoded, consumer: str, failed: HandlerFailed) -> Routed:
+        """A handler of ``consumer`` raised on ``item``: next tier, or the DLT."""
+        now = self.clock()
+        trip = item.trip
+        attempts = trip.attempts + 1
+        retryable = failed.reason != DeadReason.NON_RETRYABLE.value
+        next_stop = route(self.policy, attempts, retryable, now)
+        failure = Failure(consumer, failed.cause, now, item.event)
+        if next_stop.dead is None:
+            out = retry_record(item.record, trip, failure, next_stop)
+            row = _row(consumer, item.record, trip, item.event, failed.reason, failure, attempts)
+            return Routed(out, row | {"status": "retrying"}, Kind.RETRIED, out.topic)
+        out = dead_letter_record(
+            item.record, trip, failure, next_stop.dead, attempts, next_stop.topic
+        )
+        row = _row(consumer, item.record, trip, item.event, next_stop.dead.value, failure, attempts)
+        return Routed(out, row | {"status": "dead"}, Kind.DEAD_LETTERED, next_stop.dead.value)
+
+    def poison(self, poison: Poison) -> Routed:
+        """Bytes that are no event go to the DLT once, for no consumer in particular."""
+        now = self.clock()
+        reason = DeadReason(poison.error.reason)
+        failure = Failure(None, poison.error, now, None)
+        topic = dlt_topic(self.policy.base_topic)
+        out = dead_letter_record(poison.record, poison.trip, failure, reason, 1, topic)
+        row = _row("", poison.record, poison.trip, poison.envelope, reason.value, failure, 1)
+        return Routed(out, row | {"status": "dead"}, Kind.POISON, reason.value)
+
+
+def _row(
+    consumer: str,
+    record: RawRecord,
+    trip: Trip,
+    event: Any | None,
+    reason: str,
+    failure: Failure,
+    attempts: int,
+) -> dict[str, Any]:
+    exc = failure.exc
+    return {
+        "consumer_group": consumer,
+        "topic": trip.original_topic,
+        "partition": trip.original_partition,
+        "offset": trip.original_offset,
+        "event_id": getattr(event, "event_id", None),
+        "event_type": getattr(event, "event_type", None),
+        "aggregate_type": getattr(event, "aggregate_type", None),
+        "aggregate_id": getattr(event, "aggregate_id", None),
+        "aggregate_version": getattr(event, "aggregate_version", None),
+        "reason": reason,
+        "exception_type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+        "exception_message": str(exc)[:4000],
+        "record_key": record.key,
+        "record_value": record.value,
+        "record_headers": headers_to_json(tuple(original_headers(record))),
+        "attempts": attempts,
+        "first_failed_at": trip.first_failure_at or failure.at,
+        "last_failed_at": failure.at,
+    }

@@ -1,0 +1,142 @@
+"""Build the records sent to retry tiers and the DLT: original bytes, key and headers
+unchanged, failure metadata added as headers (one fresh set per trip)."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.records import RawRecord
+from dlq import headers as h
+from dlq.policy import DeadReason, Route
+from dlq.trip import Trip, iso
+
+
+@dataclass(frozen=True, slots=True)
+class OutRecord:
+    """A record to publish."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why and when an event failed for a consumer (``None`` consumer: poison)."""
+
+    consumer: str | None
+    exc: BaseException
+    at: datetime
+    event: Any | None = None
+
+
+def original_headers(record: RawRecord) -> list[tuple[str, bytes]]:
+    """The record's own headers, without any this framework added on an earlier trip."""
+    return [(k, v) for k, v in record.headers if not h.is_ours(k)]
+
+
+def _provenance(trip: Trip) -> list[tuple[str, str]]:
+    pairs = [
+        (h.DLT_ORIGINAL_TOPIC, trip.original_topic),
+        (h.DLT_ORIGINAL_PARTITION, str(trip.original_partition)),
+        (h.DLT_ORIGINAL_OFFSET, str(trip.original_offset)),
+    ]
+    if trip.original_timestamp_ms is not None:
+        pairs.append((h.DLT_ORIGINAL_TIMESTAMP, str(trip.original_timestamp_ms)))
+    if trip.replay_count:
+        pairs.append((h.DLT_REPLAY_COUNT, str(trip.replay_count)))
+    return pairs
+
+
+def _encode(pairs: list[tuple[str, str]]) -> list[tuple[str, bytes]]:
+    return [(k, v.encode()) for k, v in pairs]
+
+
+def retry_record(record: RawRecord, trip: Trip, failure: Failure, route: Route) -> OutRecord:
+    """The record for the next retry tier, to be run again by ``failure.consumer`` only."""
+    assert route.due_at is not None and failure.consumer is not None
+    first = trip.first_failure_at or failure.at
+    ours = [
+        (h.RETRY_CONSUMER_GROUP, failure.consumer),
+        (h.RETRY_ATTEMPT, str(route.attempts)),
+        (h.RETRY_FIRST_FAILURE_AT, iso(first)),
+        (h.RETRY_DUE_AT, iso(route.due_at)),
+        *_provenance(trip),
+    ]
+    return OutRecord(
+        route.topic, record.key, record.value, (*original_headers(record), *_encode(ours))
+    )
+
+
+def dead_letter_record(
+    record: RawRecord, trip: Trip, failure: Failure, reason: DeadReason, attempts: int, topic: str
+) -> OutRecord:
+    """The DLT record: original bytes plus the full failure metadata."""
+    exc = failure.exc
+    first = trip.first_failure_at or failure.at
+    ours = [
+        *_provenance(trip),
+        (h.DLT_REASON, reason.value),
+        (h.DLT_EXCEPTION_TYPE, f"{type(exc).__module__}.{type(exc).__qualname__}"),
+        (h.DLT_EXCEPTION_MESSAGE, str(exc)[: h.MESSAGE_LIMIT]),
+        (h.DLT_EXCEPTION_STACKTRACE, _stacktrace(exc)),
+        (h.DLT_ATTEMPTS, str(attempts)),
+        (h.DLT_FIRST_FAILURE_AT, iso(first)),
+        (h.DLT_LAST_FAILURE_AT, iso(failure.at)),
+    ]
+    if failure.consumer:
+        ours.append((h.DLT_CONSUMER_GROUP, failure.consumer))
+    event = failure.event
+    if event is not None:
+        ours += [
+            (h.DLT_EVENT_ID, event.event_id),
+            (h.DLT_EVENT_TYPE, event.event_type),
+            (h.DLT_AGGREGATE_TYPE, event.aggregate_type),
+            (h.DLT_AGGREGATE_ID, event.aggregate_id),
+        ]
+        if event.aggregate_version is not None:
+            ours.append((h.DLT_AGGREGATE_VERSION, str(event.aggregate_version)))
+    return OutRecord(topic, record.key, record.value, (*original_headers(record), *_encode(ours)))
+
+
+def _stacktrace(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception(exc))
+    limit = h.STACKTRACE_LIMIT
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+def replay_record(dead: RawRecord, skip: bool = False) -> OutRecord:
+    """What the DLQ command publishes to bring a dead record back (or to skip it).
+
+    It goes to the record's original topic, so it lands on its aggregate's
+    partition, and names the consumer that failed it: only that consumer runs
+    it (the others applied it long ago). Attempts start afresh; the replay
+    count goes up by one. A skip carries ``retry-action: skip``: the consumer
+    takes the event's version without running its handlers.
+    """
+    trip = Trip.of(dead)
+    consumer = dead.header(h.DLT_CONSUMER_GROUP)
+    replayed = Trip(
+        consumer=None,
+        attempts=0,
+        first_failure_at=None,
+        due_at=None,
+        original_topic=trip.original_topic,
+        original_partition=trip.original_partition,
+        original_offset=trip.original_offset,
+        original_timestamp_ms=trip.original_timestamp_ms,
+        replay_count=trip.replay_count + 1,
+        skip=False,
+    )
+    ours = _provenance(replayed)
+    if consumer:
+        ours.append((h.RETRY_CONSUMER_GROUP, consumer.decode()))
+    if skip:
+        ours.append((h.RETRY_ACTION, "skip"))
+    return OutRecord(
+        trip.original_topic, dead.key, dead.value, (*original_headers(dead), *_encode(ours))
+    )

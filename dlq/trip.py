@@ -1,0 +1,72 @@
+"""What a record's headers say about its trip so far (main topic, retry tier, replay)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from app.records import RawRecord
+from dlq import headers as h
+
+
+@dataclass(frozen=True, slots=True)
+class Trip:
+    """Provenance and progress of a record through the retry path.
+
+    For a record read from the main topic: no target consumer, no attempts yet,
+    and the original coordinates are its own.
+    """
+
+    consumer: str | None
+    attempts: int
+    first_failure_at: datetime | None
+    due_at: datetime | None
+    original_topic: str
+    original_partition: int
+    original_offset: int
+    original_timestamp_ms: int | None
+    replay_count: int
+    skip: bool
+
+    @classmethod
+    def of(cls, record: RawRecord) -> Trip:
+        """Read the trip from ``record``'s headers (absent headers: a fresh main-topic record)."""
+
+        def text(name: str) -> str:
+            return _text(record, name)
+
+        original_topic = text(h.DLT_ORIGINAL_TOPIC)
+        timestamp = text(h.DLT_ORIGINAL_TIMESTAMP)
+        return cls(
+            consumer=text(h.RETRY_CONSUMER_GROUP) or None,
+            attempts=int(text(h.RETRY_ATTEMPT) or 0),
+            first_failure_at=_when(text(h.RETRY_FIRST_FAILURE_AT)),
+            due_at=_when(text(h.RETRY_DUE_AT)),
+            original_topic=original_topic or record.topic,
+            original_partition=int(text(h.DLT_ORIGINAL_PARTITION) or record.partition)
+            if original_topic
+            else record.partition,
+            original_offset=int(text(h.DLT_ORIGINAL_OFFSET) or record.offset)
+            if original_topic
+            else record.offset,
+            original_timestamp_ms=int(timestamp) if timestamp else record.timestamp_ms,
+            replay_count=int(text(h.DLT_REPLAY_COUNT) or 0),
+            skip=text(h.RETRY_ACTION) == "skip",
+        )
+
+
+def _text(record: RawRecord, name: str) -> str:
+    value = record.header(name)
+    return value.decode("utf-8", "replace") if value else ""
+
+
+def _when(text: str) -> datetime | None:
+    if not text:
+        return None
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def iso(moment: datetime) -> str:
+    """ISO-8601 in UTC, as every time header is written."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

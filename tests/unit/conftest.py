@@ -1,0 +1,27 @@
+"""Shared by the example handlers' tests: a session on a fresh, migrated SQLite database.
+
+``tests/integration/test_example_handlers_on_each_database.py`` runs the same
+tests with a ``session`` of its own on PostgreSQL and MariaDB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.engine import create_engine, session_factory
+from app.db.migrate import upgrade_to_head
+
+
+@pytest.fixture
+async def session(tmp_path: Path) -> AsyncIterator[AsyncSession]:
+    """A session on a fresh SQLite database built by the migrations."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'handlers.db'}"
+    await upgrade_to_head(url)
+    engine = create_engine(url)
+    async with session_factory(engine)() as db_session:
+        yield db_session
+    await engine.dispose()
