@@ -10,7 +10,7 @@ from importlib import import_module
 
 import typer
 
-COMMAND_MODULES = ("app.demo.cli",)
+COMMAND_MODULES = ("app.demo.cli", "app.trace.cli")
 
 
 def build_cli() -> typer.Typer:

@@ -54,6 +54,11 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=5, ge=1)
     log_format: Literal["text", "json"] = "text"
     retry_delays: str = "1,5,30,300"
+    prefilter_key_prefix: str = "eo:applied"
+    prefilter_ttl_seconds: int = Field(default=86_400, ge=1)
+    prefilter_timeout_seconds: float = Field(default=0.05, gt=0)
+    prefilter_failure_threshold: int = Field(default=5, ge=1)
+    prefilter_cooldown_seconds: float = Field(default=30.0, ge=0)
 
     @field_validator("database_url")
     @classmethod

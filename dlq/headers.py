@@ -41,6 +41,17 @@ STACKTRACE_LIMIT = 8_000
 MESSAGE_LIMIT = 2_000
 
 
+OURS = frozenset(
+    value
+    for name, value in dict(globals()).items()
+    if name.startswith(("RETRY_", "DLT_")) and not name.endswith("_PREFIX")
+)
+"""Every header name above: exactly these are replaced on each trip."""
+
+
 def is_ours(name: str) -> bool:
-    """True for a header this framework adds (stripped before adding a fresh set)."""
-    return name.startswith((RETRY_PREFIX, DLT_PREFIX))
+    """True for a header this framework adds (stripped before adding a fresh set).
+
+    Only the exact names count: a producer's own ``retry-after`` travels unchanged.
+    """
+    return name in OURS

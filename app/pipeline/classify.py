@@ -31,6 +31,10 @@ def is_infrastructure(exc: BaseException) -> bool:
             return True
         return _is_conflict(exc)
     module = type(exc).__module__
+    if module.startswith(("aiokafka", "kafka")):
+        # The broker refused or did not answer (not leader, timeout, connection): never the
+        # event's fault; a publish that failed this way is retried, never given up.
+        return True
     if module.startswith("redis") and type(exc).__name__ in {"ConnectionError", "TimeoutError"}:
         return True
     return (

@@ -5,15 +5,18 @@ For each batch the runtime hands over, in this order and for these reasons:
 1. decode every record (pure; poison is found before any transaction opens);
 2. dead-letter the poison once, for nobody in particular (it is no consumer's
    event): remember it in the database, publish it to the DLT;
-3. for each consumer (a retry record only for the consumer it names), one
+3. ask the Redis prefilter (when configured) which events each consumer is
+   known to have applied: those skip the database (a fast path, never the truth);
+4. for each consumer (a retry record only for the consumer it names), one
    transaction: lock versions, dedup, gate, apply, park/drain, route failures,
    write records (``ConsumerBatch``) and commit; first without savepoints, and
    only if a handler fails, again with one savepoint per event, so the common
    batch pays for no isolation it does not use;
-4. publish that consumer's failures to their retry tier or the DLT, awaited
+5. publish that consumer's failures to their retry tier or the DLT, awaited
    (after the commit: a crash in between re-runs the event from its topic);
-5. run the after-commit callbacks of the transactions that committed;
-6. return the outcomes, so that metrics and logs are derived from values.
+6. run the after-commit callbacks of the transactions that committed, and tell
+   the prefilter what was applied (only now: Redis never claims an uncommitted event);
+7. return the outcomes, so that metrics and logs are derived from values.
 
 An infrastructure failure at any step pauses and retries that step in place
 (consumers that already committed are not run again). Only when this returns
@@ -41,6 +44,7 @@ from app.pipeline.pause import Backoff, OnPause, retry_in_place
 from app.pipeline.publish import Publisher
 from app.pipeline.route import FailureRouter
 from app.pipeline.store import FAILURE_UPDATE_COLUMNS
+from app.prefilter.stage import Lookup, remember_applied, skip_known
 from app.records import RawRecord
 from app.registry import Registry
 from app.settings import UnseenAggregatePolicy
@@ -61,6 +65,7 @@ class BatchProcessor:
     backoff: Backoff = field(default_factory=Backoff)
     concurrent_consumers: bool = True
     on_pause: OnPause | None = None
+    prefilter: Lookup | None = None
 
     async def process(self, records: Sequence[RawRecord]) -> list[Outcome]:
         """Process ``records``; returns once every effect is committed and every failure
@@ -85,8 +90,12 @@ class BatchProcessor:
         return outcomes
 
     async def _consumer(self, consumer: str, events: list[Decoded]) -> list[Outcome]:
+        # Redis only ever knows committed events, so its answer holds across retries.
+        todo, skipped = await skip_known(self.prefilter, consumer, events)
+        if not todo:
+            return skipped
         batch = await self._until_done(
-            f"batch of {len(events)} for {consumer}", lambda: self._consumer_once(consumer, events)
+            f"batch of {len(todo)} for {consumer}", lambda: self._consumer_once(consumer, todo)
         )
         # The transaction committed: its failures must reach the broker before any ack.
         await self._until_done(
@@ -94,7 +103,8 @@ class BatchProcessor:
             lambda: self.publisher.publish(batch.routed),
         )
         await _run_after_commit(batch.ctx)
-        return batch.outcomes
+        await remember_applied(self.prefilter, consumer, batch.outcomes)
+        return skipped + batch.outcomes
 
     async def _until_done(self, what: str, operation: Callable[[], Awaitable[T]]) -> T:
         return await retry_in_place(what, operation, self.backoff, on_pause=self.on_pause)

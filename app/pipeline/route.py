@@ -65,7 +65,7 @@ class FailureRouter:
         """Bytes that are no event go to the DLT once, for no consumer in particular."""
         now = self.clock()
         reason = DeadReason(poison.error.reason)
-        failure = Failure(None, poison.error, now, None)
+        failure = Failure(None, poison.error, now, poison.envelope)
         topic = dlt_topic(self.policy.base_topic)
         out = dead_letter_record(poison.record, poison.trip, failure, reason, 1, topic)
         row = _row("", poison.record, poison.trip, poison.envelope, reason.value, failure, 1)

@@ -11,10 +11,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app import metrics
 from app.db.engine import create_engine, dialect_name, session_factory
 from app.errors import ConfigurationError
+from app.monitoring import pauses
 from app.pipeline.pause import Backoff, retry_in_place
 from app.pipeline.processor import BatchProcessor
 from app.pipeline.publish import Publisher
 from app.pipeline.route import FailureRouter
+from app.prefilter import Prefilter
 from app.registry import Registry, default_registry
 from app.settings import Settings
 from dlq.policy import RetryPolicy
@@ -43,9 +45,12 @@ class Services:
     settings: Settings
     engine: AsyncEngine
     processor: BatchProcessor
+    prefilter: Prefilter | None = None
 
     async def close(self) -> None:
-        """Release the database connections."""
+        """Release the database and Redis connections."""
+        if self.prefilter is not None:
+            await self.prefilter.close()
         await self.engine.dispose()
 
 
@@ -59,10 +64,11 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
             "schema migration",
             lambda: upgrade_to_head(settings.database_url),
             backoff,
-            on_pause=metrics.record_pause,
+            on_pause=pauses.on_pause,
         )
-        metrics.record_resumed()
+        pauses.resumed()
     engine = create_engine(settings.database_url, settings.db_pool_size)
+    prefilter = build_prefilter(settings)
     processor = BatchProcessor(
         sessions=session_factory(engine),
         registry=registry,
@@ -71,7 +77,29 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
         policy=settings.unseen_aggregate_policy,
         backoff=backoff,
         concurrent_consumers=dialect_name(settings.database_url) != "sqlite",
-        on_pause=metrics.record_pause,
+        on_pause=pauses.on_pause,
+        prefilter=prefilter,
     )
-    log.info("consumers: %s", ", ".join(registry.consumers))
-    return Services(settings, engine, processor)
+    log.info(
+        "consumers: %s; Redis prefilter %s",
+        ", ".join(registry.consumers),
+        "on" if prefilter else "off (REDIS_URL unset)",
+    )
+    return Services(settings, engine, processor, prefilter)
+
+
+def build_prefilter(settings: Settings) -> Prefilter | None:
+    """The Redis prefilter when ``REDIS_URL`` is set; keys are namespaced by ``APP_ID``."""
+    if not settings.redis_url:
+        return None
+    prefilter = Prefilter.from_url(
+        settings.redis_url,
+        namespace=f"{settings.prefilter_key_prefix}:{settings.app_id}",
+        ttl_seconds=settings.prefilter_ttl_seconds,
+        timeout_seconds=settings.prefilter_timeout_seconds,
+        failure_threshold=settings.prefilter_failure_threshold,
+        cooldown_seconds=settings.prefilter_cooldown_seconds,
+        on_state_change=metrics.on_prefilter_circuit_change,
+    )
+    metrics.watch_prefilter(prefilter.counters)
+    return prefilter

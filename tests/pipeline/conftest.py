@@ -1,8 +1,9 @@
-"""Fixtures for the pipeline tests: a real SQLite file database, no broker.
+"""Fixtures for the pipeline tests: a real SQLite file database, a fake broker.
 
 Each test gets a fresh database file holding the framework's tables and the
 ``effect`` table test handlers write to, a fresh ``Registry``, records with
-increasing offsets, and a factory of ``BatchProcessor``s over all of them.
+increasing offsets, a frozen clock, a publisher that records what is routed,
+and a factory of ``BatchProcessor``s over all of them.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ from app.db import tables
 from app.db.engine import create_engine, session_factory
 from app.pipeline.pause import Backoff
 from app.pipeline.processor import BatchProcessor
+from app.pipeline.route import FailureRouter
 from app.registry import Registry
-from tests.pipeline.events import Records
-from tests.pipeline.support import Db, test_metadata
+from dlq.policy import RetryPolicy
+from tests.pipeline.events import TOPIC, Records
+from tests.pipeline.support import Db, FrozenClock, RecordingPublisher, test_metadata
 
 TINY_BACKOFF = Backoff(initial=0.001, maximum=0.001)
+# The shipped default tiers (RETRY_DELAYS=1,5,30,300).
+DELAYS = (1.0, 5.0, 30.0, 300.0)
 
 
 @pytest.fixture
@@ -49,14 +54,35 @@ def records() -> Records:
 
 
 @pytest.fixture
-def make_processor(engine: AsyncEngine, registry: Registry) -> Callable[..., BatchProcessor]:
-    """``make_processor(**overrides)``: a new processor over the test database and registry.
+def clock() -> FrozenClock:
+    """The router's clock, frozen at ``support.NOW``."""
+    return FrozenClock()
+
+
+@pytest.fixture
+def publisher() -> RecordingPublisher:
+    """The broker every processor of the test publishes retry and DLT records to."""
+    return RecordingPublisher()
+
+
+@pytest.fixture
+def make_processor(
+    engine: AsyncEngine, registry: Registry, clock: FrozenClock, publisher: RecordingPublisher
+) -> Callable[..., BatchProcessor]:
+    """``make_processor(delays=DELAYS, **overrides)``: a new processor over the test database
+    and registry, routing failures of ``TOPIC`` through ``delays`` with the frozen ``clock``
+    to the recording ``publisher``.
 
     Consumers run one after the other and infrastructure pauses last a millisecond.
     """
 
-    def make(**overrides: Any) -> BatchProcessor:
-        options: dict[str, Any] = {"concurrent_consumers": False, "backoff": TINY_BACKOFF}
+    def make(delays: tuple[float, ...] = DELAYS, **overrides: Any) -> BatchProcessor:
+        options: dict[str, Any] = {
+            "concurrent_consumers": False,
+            "backoff": TINY_BACKOFF,
+            "router": FailureRouter(RetryPolicy(TOPIC, delays), clock=clock),
+            "publisher": publisher,
+        }
         options.update(overrides)
         return BatchProcessor(session_factory(engine), registry, **options)
 

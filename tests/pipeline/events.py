@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from app.records import RawRecord
+from dlq.records import OutRecord
 
 TOPIC = "order-event-topic"
 OCCURRED_AT = "2024-05-01T12:00:00Z"
@@ -83,3 +84,19 @@ class Records:
     def again(self, record: RawRecord) -> RawRecord:
         """The same bytes delivered again at a new offset (a producer retry)."""
         return self.raw(record.value, record.key)
+
+    def delivered(
+        self, out: OutRecord, extra_headers: tuple[tuple[str, bytes], ...] = ()
+    ) -> RawRecord:
+        """A published record as the broker hands it out: on its own topic, at a new offset
+        (``extra_headers`` appended, as an operator's tool would)."""
+        record = RawRecord(
+            topic=out.topic,
+            partition=self.partition,
+            offset=self.next_offset,
+            key=out.key,
+            value=out.value,
+            headers=(*out.headers, *extra_headers),
+        )
+        self.next_offset += 1
+        return record

@@ -1,4 +1,5 @@
-"""What the pipeline tests share besides fixtures: the ``effect`` table, and reads of the database.
+"""What the pipeline tests share besides fixtures: the ``effect`` table, reads of the
+database, the frozen clock and a broker that only records what it is sent.
 
 Test handlers write one ``effect`` row per call through ``ctx.session``, so a
 rolled-back effect is visible as a missing row and a doubled one as two rows.
@@ -7,6 +8,7 @@ rolled-back effect is visible as a missing row and a doubled one as two rows.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Column, Integer, MetaData, String, Table, insert, select
@@ -16,6 +18,7 @@ from app.context import HandlerContext
 from app.db import tables
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.processor import BatchProcessor
+from dlq.records import OutRecord
 
 MakeProcessor = Callable[..., BatchProcessor]
 
@@ -92,3 +95,60 @@ class Db:
         """``failed_event`` rows (of ``consumer`` if given), by offset."""
         where = {} if consumer is None else {"consumer_group": consumer}
         return sorted(await self.rows(tables.failed_event, **where), key=lambda r: r["offset"])
+
+
+# The instant every pipeline test's router sees, unless the test moves the clock.
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+class FrozenClock:
+    """The router's clock: always ``now``, until a test calls ``advance``."""
+
+    def __init__(self, now: datetime = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock on by ``seconds``."""
+        self.now += timedelta(seconds=seconds)
+
+
+def broker_down() -> BaseException:
+    """What an unreachable broker raises by default: an infrastructure failure."""
+    return ConnectionRefusedError("broker:9092 refused")
+
+
+class RecordingPublisher:
+    """A fake broker: keeps every published record, in order.
+
+    It refuses its first ``fail_times`` publishes (``math.inf``: all of them) with
+    ``error()``; ``attempts`` counts every publish of at least one record, refused
+    or not. Like the real publisher, publishing nothing is not a trip to the broker.
+    """
+
+    def __init__(
+        self, fail_times: float = 0, error: Callable[[], BaseException] = broker_down
+    ) -> None:
+        self.records: list[OutRecord] = []
+        self.attempts = 0
+        self.fail_times = fail_times
+        self.error = error
+
+    async def publish(self, records: Sequence[OutRecord]) -> None:
+        if not records:
+            return
+        self.attempts += 1
+        if self.attempts <= self.fail_times:
+            raise self.error()
+        self.records.extend(records)
+
+    def to(self, topic: str) -> list[OutRecord]:
+        """The records published to ``topic``, in order."""
+        return [r for r in self.records if r.topic == topic]
+
+
+def header_map(record: OutRecord) -> dict[str, str]:
+    """A published record's headers as text (the tests check elsewhere that none repeats)."""
+    return {name: value.decode() for name, value in record.headers}

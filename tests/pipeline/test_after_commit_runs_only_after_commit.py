@@ -67,7 +67,7 @@ async def test_callbacks_run_in_registration_order_and_never_for_a_failed_event(
 
     assert kinds(outcomes) == [
         ("first", Kind.APPLIED),
-        ("bad", Kind.FAILED),
+        ("bad", Kind.RETRIED),
         ("last", Kind.APPLIED),
     ]
     assert sent == ["first", "last"]

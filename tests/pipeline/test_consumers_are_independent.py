@@ -14,7 +14,14 @@ from app.pipeline.outcomes import Kind
 from app.registry import Registry, handler
 from schemas.envelope import Event
 from tests.pipeline.events import Records
-from tests.pipeline.support import Db, MakeProcessor, kinds, write_effect
+from tests.pipeline.support import (
+    Db,
+    MakeProcessor,
+    RecordingPublisher,
+    header_map,
+    kinds,
+    write_effect,
+)
 
 
 async def test_each_consumer_writes_its_own_dedup_rows_and_versions(
@@ -72,7 +79,11 @@ async def test_a_consumer_added_later_applies_what_the_others_already_consumed(
 
 
 async def test_one_consumers_failure_parks_only_its_own_successors(
-    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    publisher: RecordingPublisher,
 ) -> None:
     @handler("OrderPaid", consumer="points", registry=registry)
     async def points(event: Event, ctx: HandlerContext) -> None:
@@ -88,7 +99,7 @@ async def test_one_consumers_failure_parks_only_its_own_successors(
         [records.event("e1", version=1), records.event("e2", version=2)]
     )
 
-    assert kinds(outcomes, "points") == [("e1", Kind.FAILED), ("e2", Kind.PARKED)]
+    assert kinds(outcomes, "points") == [("e1", Kind.RETRIED), ("e2", Kind.PARKED)]
     assert kinds(outcomes, "notification") == [("e1", Kind.APPLIED), ("e2", Kind.APPLIED)]
     assert await db.effects("notification") == ["e1", "e2"]
     assert await db.effects("points") == []
@@ -98,6 +109,8 @@ async def test_one_consumers_failure_parks_only_its_own_successors(
     assert await db.failed("notification") == []
     assert await db.version("points") is None
     assert await db.version("notification") == 2
+    [retry] = publisher.records
+    assert header_map(retry)["retry-consumer-group"] == "points"
 
 
 async def test_an_event_parked_for_one_consumer_is_not_a_duplicate_for_another(

@@ -3,11 +3,14 @@
 Contract: when a handler raises (anything but an infrastructure failure), the
 event's own effects (every handler of that consumer for that event) are rolled
 back, its dedup row is not written, and it lands in ``failed_event`` for that
-consumer with its raw record and reason ``retryable``, or ``non-retryable``
-for a ``PermanentError`` or an exception type the handler declared
-``non_retryable``. Its aggregate waits for it: later versions are parked. The
-batch's other events, of its own aggregate before it and of other aggregates,
-commit. Delivering the failed event again applies it and drains its successors.
+consumer with its raw record: reason ``retryable``, status ``retrying`` and
+outcome ``RETRIED`` (its record goes to the first retry tier), or, for a
+``PermanentError`` or an exception type the handler declared ``non_retryable``,
+reason ``non-retryable``, status ``dead`` and outcome ``DEAD_LETTERED`` (its
+record goes to the DLT). Its aggregate waits for it: later versions are parked.
+The batch's other events, of its own aggregate before it and of other
+aggregates, commit. Its retry record, delivered back, applies it and drains
+its successors.
 """
 
 from __future__ import annotations
@@ -20,13 +23,25 @@ from app.errors import PermanentError, RetryableError
 from app.pipeline.outcomes import Kind
 from app.records import headers_from_json
 from app.registry import Registry, handler
+from dlq.topics import dlt_topic, retry_topic
 from schemas.envelope import Event
-from tests.pipeline.events import Records
-from tests.pipeline.support import Db, MakeProcessor, effect, kinds, write_effect
+from tests.pipeline.events import TOPIC, Records
+from tests.pipeline.support import (
+    Db,
+    MakeProcessor,
+    RecordingPublisher,
+    effect,
+    kinds,
+    write_effect,
+)
 
 
 async def test_only_the_failing_event_is_rolled_back_and_its_successors_park(
-    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    publisher: RecordingPublisher,
 ) -> None:
     @handler("OrderPaid", consumer="points", registry=registry)
     async def on_paid(event: Event, ctx: HandlerContext) -> None:
@@ -46,7 +61,7 @@ async def test_only_the_failing_event_is_rolled_back_and_its_successors_park(
 
     assert kinds(outcomes) == [
         ("a1", Kind.APPLIED),
-        ("a2", Kind.FAILED),
+        ("a2", Kind.RETRIED),
         ("a3", Kind.PARKED),
         ("b1", Kind.APPLIED),
     ]
@@ -62,6 +77,7 @@ async def test_only_the_failing_event_is_rolled_back_and_its_successors_park(
     assert failure["event_type"] == "OrderPaid"
     assert (failure["aggregate_id"], failure["aggregate_version"]) == ("o-a", 2)
     assert failure["reason"] == "retryable"
+    assert (failure["status"], failure["attempts"]) == ("retrying", 1)
     assert failure["exception_type"] == "builtins.ValueError"
     assert failure["exception_message"] == "points service rejected a2"
     assert (failure["topic"], failure["partition"], failure["offset"]) == (
@@ -72,6 +88,9 @@ async def test_only_the_failing_event_is_rolled_back_and_its_successors_park(
     assert failure["record_value"] == bad.value
     assert failure["record_key"] == bad.key
     assert headers_from_json(failure["record_headers"]) == bad.headers
+    [retry] = publisher.records
+    assert retry.topic == retry_topic(TOPIC, 1)
+    assert (retry.key, retry.value) == (bad.key, bad.value)
 
 
 async def test_a_later_handler_failing_rolls_back_the_earlier_handlers_of_the_same_event(
@@ -90,7 +109,7 @@ async def test_a_later_handler_failing_rolls_back_the_earlier_handlers_of_the_sa
         [records.event("bad", version=None), records.event("good", version=None)]
     )
 
-    assert kinds(outcomes) == [("bad", Kind.FAILED), ("good", Kind.APPLIED)]
+    assert kinds(outcomes) == [("bad", Kind.RETRIED), ("good", Kind.APPLIED)]
     assert await db.effects() == ["good"]
     assert [f["event_id"] for f in await db.failed("points")] == ["bad"]
 
@@ -117,7 +136,7 @@ async def test_a_handler_whose_own_statement_violates_a_constraint_fails_alone(
 
     assert kinds(outcomes) == [
         ("good", Kind.APPLIED),
-        ("bad", Kind.FAILED),
+        ("bad", Kind.RETRIED),
         ("after", Kind.APPLIED),
     ]
     assert await db.effects() == ["good", "after"]
@@ -126,16 +145,20 @@ async def test_a_handler_whose_own_statement_violates_a_constraint_fails_alone(
     assert failure["exception_type"] == "sqlalchemy.exc.IntegrityError"
 
 
+RETRIED = (Kind.RETRIED, "retryable", "retrying", retry_topic(TOPIC, 1))
+DEAD = (Kind.DEAD_LETTERED, "non-retryable", "dead", dlt_topic(TOPIC))
+
+
 @pytest.mark.parametrize(
-    ("raised", "declared", "reason"),
+    ("raised", "declared", "routed"),
     [
-        (RetryableError("try later"), (), "retryable"),
-        (ValueError("bug"), (), "retryable"),
-        (KeyError("missing"), (), "retryable"),
-        (PermanentError("never"), (), "non-retryable"),
-        (KeyError("missing"), (KeyError,), "non-retryable"),
-        (KeyError("missing"), (LookupError,), "non-retryable"),
-        (ValueError("bug"), (KeyError,), "retryable"),
+        (RetryableError("try later"), (), RETRIED),
+        (ValueError("bug"), (), RETRIED),
+        (KeyError("missing"), (), RETRIED),
+        (PermanentError("never"), (), DEAD),
+        (KeyError("missing"), (KeyError,), DEAD),
+        (KeyError("missing"), (LookupError,), DEAD),
+        (ValueError("bug"), (KeyError,), RETRIED),
     ],
 )
 async def test_the_failure_reason_follows_the_exception_and_the_declaration(
@@ -143,25 +166,33 @@ async def test_the_failure_reason_follows_the_exception_and_the_declaration(
     registry: Registry,
     records: Records,
     db: Db,
+    publisher: RecordingPublisher,
     raised: Exception,
     declared: tuple[type[BaseException], ...],
-    reason: str,
+    routed: tuple[Kind, str, str, str],
 ) -> None:
+    kind, reason, status, topic = routed
+
     @handler("OrderPaid", consumer="points", non_retryable=declared, registry=registry)
     async def on_paid(event: Event, ctx: HandlerContext) -> None:
         raise raised
 
     outcomes = await make_processor().process([records.event("e1")])
 
-    assert kinds(outcomes) == [("e1", Kind.FAILED)]
+    assert kinds(outcomes) == [("e1", kind)]
     [failure] = await db.failed("points")
-    assert failure["reason"] == reason
+    assert (failure["reason"], failure["status"]) == (reason, status)
+    assert [r.topic for r in publisher.records] == [topic]
     assert failure["exception_type"].endswith(type(raised).__qualname__)
     assert await db.consumed("points") == []
 
 
-async def test_the_failed_event_delivered_again_applies_and_drains_its_successors(
-    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+async def test_the_retry_record_delivered_back_applies_and_drains_its_successors(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    publisher: RecordingPublisher,
 ) -> None:
     broken = {"e1": True}
 
@@ -175,8 +206,11 @@ async def test_the_failed_event_delivered_again_applies_and_drains_its_successor
     await make_processor().process([first, records.event("e2", version=2)])
     assert await db.parked("points") == ["e2"]
 
-    broken["e1"] = False  # the retry tier redelivers the same bytes later
-    outcomes = await make_processor().process([records.again(first)])
+    [retry] = publisher.records
+    assert (retry.key, retry.value) == (first.key, first.value)
+
+    broken["e1"] = False  # the retry tier delivers the same bytes later
+    outcomes = await make_processor().process([records.delivered(retry)])
 
     assert kinds(outcomes) == [("e1", Kind.APPLIED), ("e2", Kind.APPLIED)]
     assert await db.effects() == ["e1", "e2"]
@@ -185,7 +219,11 @@ async def test_the_failed_event_delivered_again_applies_and_drains_its_successor
 
 
 async def test_a_parked_successor_that_fails_when_drained_is_recorded_and_unparked(
-    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    publisher: RecordingPublisher,
 ) -> None:
     @handler("OrderPaid", consumer="points", registry=registry)
     async def on_paid(event: Event, ctx: HandlerContext) -> None:
@@ -193,14 +231,19 @@ async def test_a_parked_successor_that_fails_when_drained_is_recorded_and_unpark
         if event.event_id == "e2":
             raise ValueError("e2 is broken")
 
-    await make_processor().process([records.event("e2", version=2), records.event("e3", version=3)])
+    parked = records.event("e2", version=2)
+    await make_processor().process([parked, records.event("e3", version=3)])
 
     outcomes = await make_processor().process([records.event("e1", version=1)])
 
-    assert kinds(outcomes) == [("e1", Kind.APPLIED), ("e2", Kind.FAILED)]
+    assert kinds(outcomes) == [("e1", Kind.APPLIED), ("e2", Kind.RETRIED)]
     assert await db.effects() == ["e1"]
     assert await db.parked("points") == ["e3"]
     assert await db.version("points") == 1
-    assert [(f["event_id"], f["reason"]) for f in await db.failed("points")] == [
-        ("e2", "retryable")
-    ]
+    [failure] = await db.failed("points")
+    assert (failure["event_id"], failure["reason"]) == ("e2", "retryable")
+    # The row and the retry record name where e2 first arrived, not the batch that drained it.
+    assert (failure["topic"], failure["offset"]) == (parked.topic, parked.offset)
+    [retry] = publisher.records
+    assert (retry.key, retry.value) == (parked.key, parked.value)
+    assert dict(retry.headers)["dlt-original-offset"] == str(parked.offset).encode()

@@ -132,7 +132,7 @@ async def test_an_outage_in_a_batch_that_also_has_a_failing_event_applies_each_e
 
     assert kinds(outcomes) == [
         ("good", Kind.APPLIED),
-        ("bad", Kind.FAILED),
+        ("bad", Kind.RETRIED),
         ("flaky", Kind.APPLIED),
     ]
     assert await db.consumed("points") == ["flaky", "good"]

@@ -85,7 +85,7 @@ async def test_handlers_run_in_order_with_the_event_and_the_context() -> None:
     ctx = context()
 
     await run_handlers(
-        [spec(recorder(calls, "first")), spec(recorder(calls, "second"))], item(), ctx
+        [spec(recorder(calls, "first")), spec(recorder(calls, "second"))], [item()], ctx
     )
 
     assert calls == [("first", "e-1", ctx), ("second", "e-1", ctx)]
@@ -97,7 +97,7 @@ async def test_the_first_failure_stops_the_event_and_carries_its_cause() -> None
     failing = spec(recorder(calls, "first", cause))
 
     with pytest.raises(HandlerFailed) as raised:
-        await run_handlers([failing, spec(recorder(calls, "second"))], item(), context())
+        await run_handlers([failing, spec(recorder(calls, "second"))], [item()], context())
 
     assert [name for name, _, _ in calls] == ["first"]
     assert raised.value.spec is failing
@@ -110,7 +110,7 @@ async def test_the_first_failure_stops_the_event_and_carries_its_cause() -> None
 )
 async def test_an_infrastructure_failure_becomes_infrastructure_error(error: Exception) -> None:
     with pytest.raises(InfrastructureError) as raised:
-        await run_handlers([spec(recorder([], "h", error))], item(), context())
+        await run_handlers([spec(recorder([], "h", error))], [item()], context())
 
     assert raised.value.__cause__ is error
 

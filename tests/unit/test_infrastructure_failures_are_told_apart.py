@@ -4,14 +4,18 @@ Contract: ``is_infrastructure`` is true for ``InfrastructureError``, ``OSError``
 (connection refused/reset, network unreachable), timeouts, SQLAlchemy
 disconnection/pool timeouts, ``OperationalError``/``InterfaceError``, any DBAPI
 error whose connection was invalidated, serialization failures and deadlocks
-(PostgreSQL SQLSTATE 40001/40P01/55P03, MySQL 1205/1213) and the connection
-errors of redis, asyncpg and aiomysql. Everything else (a bug, a bad value, an
-ordinary integrity error) is the event's failure.
+(PostgreSQL SQLSTATE 40001/40P01/55P03, MySQL 1205/1213), the connection
+errors of redis, asyncpg and aiomysql, and the broker's (aiokafka's
+connection error, its timeouts and the retriable broker responses a publish of
+a retry or DLT record meets while the broker is down or electing a leader).
+Everything else (a bug, a bad value, an ordinary integrity error) is the
+event's failure.
 """
 
 from __future__ import annotations
 
 import pytest
+from aiokafka import errors as kafka
 from sqlalchemy import exc as sa_exc
 
 from app.errors import InfrastructureError, PermanentError, RetryableError
@@ -61,6 +65,13 @@ INFRASTRUCTURE = [
     foreign("asyncpg.exceptions", "ConnectionDoesNotExistError"),
     foreign("aiomysql", "ConnectionError"),
     foreign("pymysql.err", "ConnectionResetError"),
+    kafka.KafkaConnectionError("no broker available"),
+    kafka.KafkaTimeoutError(),
+    kafka.RequestTimedOutError(),
+    kafka.NodeNotReadyError(),
+    kafka.NotLeaderForPartitionError(),
+    kafka.LeaderNotAvailableError(),
+    kafka.NotEnoughReplicasError(),
 ]
 
 EVENT_FAULTS = [

@@ -1,10 +1,11 @@
 """Outcomes are immutable values that compare by content, so metrics and tests assert on them.
 
 Contract: each constructor (``Applied``, ``Duplicate``, ``Stale``, ``Parked``,
-``Failed``) builds an ``Outcome`` of its ``Kind`` for one consumer and eventId
+``Skipped``) builds an ``Outcome`` of its ``Kind`` for one consumer and eventId
 (with a detail where one applies); two outcomes with the same content are
 equal; an outcome cannot be changed. ``Kind`` values are the lower-case names
-used as metric labels.
+used as metric labels; a failure's outcome is where it was routed
+(``retried``, ``dead-lettered``), there is no ``failed``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import dataclasses
 
 import pytest
 
-from app.pipeline.outcomes import Applied, Duplicate, Failed, Kind, Outcome, Parked, Stale
+from app.pipeline.outcomes import Applied, Duplicate, Kind, Outcome, Parked, Skipped, Stale
 
 
 def test_each_constructor_builds_its_kind() -> None:
@@ -29,8 +30,8 @@ def test_each_constructor_builds_its_kind() -> None:
     assert Parked("points", "e1", "OrderPaid", "waiting for version 2") == Outcome(
         Kind.PARKED, "points", "e1", "OrderPaid", "waiting for version 2"
     )
-    assert Failed("points", "e1", "OrderPaid", "ValueError") == Outcome(
-        Kind.FAILED, "points", "e1", "OrderPaid", "ValueError"
+    assert Skipped("points", "e1", "OrderPaid") == Outcome(
+        Kind.SKIPPED, "points", "e1", "OrderPaid"
     )
 
 
@@ -46,7 +47,7 @@ def test_an_outcome_cannot_be_changed() -> None:
     outcome = Applied("points", "e1", "OrderPaid")
 
     with pytest.raises(dataclasses.FrozenInstanceError):
-        outcome.kind = Kind.FAILED  # type: ignore[misc]
+        outcome.kind = Kind.STALE  # type: ignore[misc]
 
 
 def test_kind_values_are_metric_label_names() -> None:
@@ -55,7 +56,9 @@ def test_kind_values_are_metric_label_names() -> None:
         "duplicate",
         "stale",
         "parked",
-        "failed",
+        "retried",
+        "dead-lettered",
+        "skipped",
         "poison",
     ]
     assert f"{Kind.PARKED}" == "parked"

@@ -3,9 +3,11 @@
 Contract: ``Settings()`` reads each field from the environment variable of
 the same name (any case), falls back to the documented defaults, normalises
 ``DATABASE_URL`` to an async driver, treats a blank ``REDIS_URL`` as unset,
-splits ``HANDLER_MODULES`` on commas, and refuses out-of-range numbers, an
-unknown unseen-aggregate policy and an unsupported database scheme with a
-``ValidationError`` at start-up.
+splits ``HANDLER_MODULES`` on commas, reads ``RETRY_DELAYS`` as the retry
+tiers in seconds (default ``1,5,30,300``; empty: no tier, failures go straight
+to the DLT), and refuses out-of-range numbers, an unknown unseen-aggregate
+policy, an unsupported database scheme and retry delays that are not positive
+and increasing with a ``ValidationError`` at start-up.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def test_defaults() -> None:
     assert settings.unseen_aggregate_policy is UnseenAggregatePolicy.FROM_ONE
     assert settings.migrate_on_start is True
     assert settings.handler_module_names == ["handlers"]
+    assert settings.retry_delay_seconds == (1.0, 5.0, 30.0, 300.0)
 
 
 def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,11 +88,28 @@ def test_the_database_url_gets_an_async_driver(url: str, expected: str) -> None:
         ("infra_retry_initial_seconds", 0),
         ("db_pool_size", 0),
         ("unseen_aggregate_policy", "sometimes"),
+        ("retry_delays", "0,5"),
+        ("retry_delays", "-1"),
+        ("retry_delays", "5,1"),
+        ("retry_delays", "1,1"),
+        ("retry_delays", "1s,5s"),
     ],
 )
 def test_bad_values_are_refused(field: str, value: object) -> None:
     with pytest.raises(ValidationError, match=field):
         Settings(**{field: value})
+
+
+@pytest.mark.parametrize(
+    ("text", "delays"),
+    [("1, 10 ,60", (1.0, 10.0, 60.0)), ("0.5", (0.5,)), ("", ()), (" , ", ())],
+)
+def test_retry_delays_are_the_tiers_in_seconds(
+    monkeypatch: pytest.MonkeyPatch, text: str, delays: tuple[float, ...]
+) -> None:
+    monkeypatch.setenv("RETRY_DELAYS", text)
+
+    assert Settings().retry_delay_seconds == delays
 
 
 def test_get_settings_reads_the_environment_once(monkeypatch: pytest.MonkeyPatch) -> None:

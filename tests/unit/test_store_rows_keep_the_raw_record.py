@@ -1,27 +1,37 @@
 """The rows the store writes for a parked or failed event keep the record exactly as it arrived.
 
-Contract: ``parked_row`` and ``failure_row`` copy the record's topic,
-partition, offset, key, value and headers (headers as JSON, values base64)
-next to the event's identity, so the event can be decoded and applied, or
-replayed to the DLT, byte for byte later. A failure of a record that never
-became an event has NULL identity columns. The exception is stored as its
-qualified type name and its message (cut at 4,000 characters). Timestamps
-are timezone-aware UTC. ``BatchChanges.empty()`` never shares state.
+Contract: ``parked_row`` and the ``failed_event`` row the failure router
+builds copy the record's topic, partition, offset, key, value and headers
+(headers as JSON, values base64) next to the event's identity, so the event
+can be decoded and applied, or replayed from the DLT, byte for byte later. A
+failure row carries the attempt count, status and the router's clock as
+``first_failed_at``/``last_failed_at``. A record back from a retry tier keeps
+its row keyed by its ORIGINAL topic, partition and offset, stores only the
+original headers (none this framework added) and keeps its first failure time.
+A failure of a record that never became an event has NULL identity columns. The
+exception is stored as its qualified type name and its message (cut at 4,000
+characters). Timestamps are timezone-aware UTC. ``BatchChanges.empty()`` never
+shares state.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
-from app.errors import UndecodableError
-from app.pipeline.decode import Decoded, decode
-from app.pipeline.store import BatchChanges, failure_row, now, parked_row
+from app.pipeline.apply import HandlerFailed
+from app.pipeline.decode import Decoded, Poison, decode
+from app.pipeline.route import FailureRouter
+from app.pipeline.store import BatchChanges, now, parked_row
 from app.records import RawRecord, headers_from_json
+from app.registry import HandlerSpec
+from dlq.policy import RetryPolicy
 
 HEADERS = (("traceparent", b"00-abc-01"), ("bin", b"\x00\xff"), ("traceparent", b"second"))
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+ROUTER = FailureRouter(RetryPolicy("order-event-topic", (1.0, 5.0)), clock=lambda: NOW)
 
 
 def record(value: bytes | None) -> RawRecord:
@@ -34,6 +44,23 @@ def record(value: bytes | None) -> RawRecord:
         headers=HEADERS,
         timestamp_ms=1_714_564_800_000,
     )
+
+
+def failed(cause: BaseException) -> HandlerFailed:
+    async def fn(event: Any, ctx: Any) -> None:  # pragma: no cover - never called
+        pass
+
+    return HandlerFailed(HandlerSpec("OrderCancelled", "points", fn), cause)
+
+
+def failure_row(item: Decoded, cause: BaseException) -> dict[str, Any]:
+    return ROUTER.handler_failure(item, "points", failed(cause)).row
+
+
+def poison_row(raw: RawRecord) -> dict[str, Any]:
+    poison = decode(raw)
+    assert isinstance(poison, Poison)
+    return ROUTER.poison(poison).row
 
 
 def decoded(**overrides: Any) -> Decoded:
@@ -96,7 +123,7 @@ def test_the_parked_record_decodes_to_the_same_event() -> None:
 def test_a_failure_row_of_an_event_keeps_record_identity_reason_and_exception() -> None:
     item = decoded()
 
-    row = failure_row("points", item.record, item.event, "retryable", KeyError("sku-1"))
+    row = failure_row(item, KeyError("sku-1"))
 
     assert row["consumer_group"] == "points"
     assert (row["topic"], row["partition"], row["offset"]) == (
@@ -111,17 +138,37 @@ def test_a_failure_row_of_an_event_keeps_record_identity_reason_and_exception() 
         3,
     )
     assert row["reason"] == "retryable"
+    assert (row["status"], row["attempts"]) == ("retrying", 1)
     assert row["exception_type"] == "builtins.KeyError"
     assert row["exception_message"] == "'sku-1'"
     assert (row["record_key"], row["record_value"]) == (b"o-9", item.record.value)
     assert headers_from_json(row["record_headers"]) == HEADERS
-    assert row["failed_at"].tzinfo is not None
+    assert row["first_failed_at"] == row["last_failed_at"] == NOW
+
+
+def test_a_failure_row_of_a_record_back_from_a_retry_tier_keeps_the_original() -> None:
+    first = ROUTER.handler_failure(decoded(), "points", failed(KeyError("sku-1"))).out
+    tier = RawRecord(first.topic, 0, 17, first.key, first.value, first.headers, 1_714_564_900_000)
+    back = decode(tier)
+    assert isinstance(back, Decoded)
+    later = FailureRouter(ROUTER.policy, clock=lambda: NOW + timedelta(seconds=1))
+
+    row = later.handler_failure(back, "points", failed(KeyError("sku-1"))).row
+
+    assert (row["topic"], row["partition"], row["offset"]) == (
+        "order-event-topic",
+        5,
+        1234567890123,
+    )
+    assert (row["status"], row["attempts"]) == ("retrying", 2)
+    assert headers_from_json(row["record_headers"]) == HEADERS
+    assert (row["first_failed_at"], row["last_failed_at"]) == (NOW, NOW + timedelta(seconds=1))
 
 
 def test_a_failure_row_of_a_record_that_never_became_an_event() -> None:
     raw = record(None)
 
-    row = failure_row("", raw, None, "undecodable", UndecodableError("value is not JSON"))
+    row = poison_row(raw)
 
     assert row["consumer_group"] == ""
     assert [row[c] for c in ("event_id", "event_type", "aggregate_type", "aggregate_id")] == [
@@ -129,11 +176,13 @@ def test_a_failure_row_of_a_record_that_never_became_an_event() -> None:
     ] * 4
     assert row["aggregate_version"] is None
     assert row["record_value"] is None
+    assert (row["reason"], row["status"], row["attempts"]) == ("undecodable", "dead", 1)
     assert row["exception_type"] == "app.errors.UndecodableError"
+    assert headers_from_json(row["record_headers"]) == HEADERS
 
 
 def test_a_huge_exception_message_is_cut() -> None:
-    row = failure_row("points", record(b"{}"), None, "retryable", ValueError("x" * 10_000))
+    row = failure_row(decoded(), ValueError("x" * 10_000))
 
     assert row["exception_message"] == "x" * 4000
 
@@ -148,5 +197,7 @@ def test_empty_batch_changes_share_nothing() -> None:
     first.consumed.append({"event_id": "e1"})
     first.versions[("Order", "o-1")] = 1
     first.unparked.add("e2")
+    first.failed.append({"event_id": "e3"})
+    first.resolved.append({"b_offset": 4})
 
-    assert second == BatchChanges([], {}, [], set(), [])
+    assert second == BatchChanges([], {}, [], set(), [], [])

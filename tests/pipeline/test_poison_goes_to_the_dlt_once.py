@@ -1,12 +1,15 @@
-"""A record that cannot become an event is recorded once and does not stop the batch.
+"""A record that cannot become an event goes to the DLT once and does not stop the batch.
 
 Contract: bytes that are not JSON, JSON that is not an object, an envelope or
 payload that fails its schema, and a known ``eventType`` at an
 ``eventVersion`` no model reads are poison: each yields one ``POISON``
-outcome for consumer ``""`` and exactly one ``failed_event`` row with
-``consumer_group = ''``, the reason of its ``PoisonError``, and the record
-exactly as it arrived, however many consumers there are and however often it
-is redelivered. No handler sees it, and the good events around it apply.
+outcome for consumer ``""``, exactly one record on the DLT (the original key,
+value and headers; ``dlt-reason`` the reason of its ``PoisonError``, no
+``dlt-consumer-group``: it is nobody's event) and exactly one ``failed_event``
+row with ``consumer_group = ''``, status ``dead``, that reason and the record
+exactly as it arrived, however many consumers there are. Redelivered, it is
+published again and upserts the same row (still one). It goes through no
+retry tier. No handler sees it, and the good events around it apply.
 """
 
 from __future__ import annotations
@@ -18,9 +21,19 @@ from app.context import HandlerContext
 from app.pipeline.outcomes import Kind
 from app.records import headers_from_json
 from app.registry import Registry, handler
+from dlq.topics import dlt_topic
 from schemas.envelope import Event
-from tests.pipeline.events import Records, envelope
-from tests.pipeline.support import Db, MakeProcessor, kinds, write_effect
+from tests.pipeline.events import TOPIC, Records, envelope
+from tests.pipeline.support import (
+    Db,
+    MakeProcessor,
+    RecordingPublisher,
+    header_map,
+    kinds,
+    write_effect,
+)
+
+DLT = dlt_topic(TOPIC)
 
 
 def _without(field: str) -> bytes:
@@ -71,11 +84,12 @@ def register_two_consumers(registry: Registry, calls: list[tuple[str, str]]) -> 
 
 
 @pytest.mark.parametrize(("value", "reason", "event_id"), POISON)
-async def test_poison_is_recorded_once_for_nobody_and_the_good_events_apply(
+async def test_poison_goes_to_the_dlt_once_for_nobody_and_the_good_events_apply(
     make_processor: MakeProcessor,
     registry: Registry,
     records: Records,
     db: Db,
+    publisher: RecordingPublisher,
     value: bytes | None,
     reason: str,
     event_id: str | None,
@@ -100,9 +114,26 @@ async def test_poison_is_recorded_once_for_nobody_and_the_good_events_apply(
         assert kinds(outcomes, consumer) == [("e1", Kind.APPLIED), ("e2", Kind.APPLIED)]
         assert await db.version(consumer) == 2
         assert await db.failed(consumer) == []
+    [dead] = publisher.records
+    assert dead.topic == DLT
+    assert (dead.key, dead.value, dead.headers[: len(poison.headers)]) == (
+        b"poison-key",
+        value,
+        poison.headers,
+    )
+    headers = header_map(dead)
+    assert headers["dlt-reason"] == reason
+    assert "dlt-consumer-group" not in headers
+    assert headers["dlt-attempts"] == "1"
+    assert (headers["dlt-original-topic"], headers["dlt-original-offset"]) == (
+        TOPIC,
+        str(poison.offset),
+    )
+    assert headers["dlt-exception-type"].startswith("app.errors.")
     [row] = await db.failed()
     assert row["consumer_group"] == ""
     assert row["reason"] == reason
+    assert (row["status"], row["attempts"]) == ("dead", 1)
     assert row["event_id"] == event_id
     assert row["offset"] == poison.offset
     assert row["record_value"] == value
@@ -110,21 +141,35 @@ async def test_poison_is_recorded_once_for_nobody_and_the_good_events_apply(
     assert headers_from_json(row["record_headers"]) == poison.headers
 
 
-async def test_redelivered_poison_is_still_recorded_once(
-    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+async def test_redelivered_poison_upserts_the_same_row(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    publisher: RecordingPublisher,
 ) -> None:
     register_two_consumers(registry, [])
     batch = [records.raw(b"\xff\xfe garbage"), records.event("e1")]
     await make_processor().process(batch)
+    assert [r.topic for r in publisher.records] == [DLT]
 
     outcomes = await make_processor().process(batch)
 
     assert [o.kind for o in outcomes] == [Kind.POISON, Kind.DUPLICATE, Kind.DUPLICATE]
-    assert [(r["consumer_group"], r["reason"]) for r in await db.failed()] == [("", "undecodable")]
+    assert [(r["consumer_group"], r["reason"], r["status"]) for r in await db.failed()] == [
+        ("", "undecodable", "dead")
+    ]
+    # Published once per delivery, always for nobody, always the same bytes.
+    assert [r.topic for r in publisher.records] == [DLT, DLT]
+    assert publisher.records[0] == publisher.records[1]
 
 
 async def test_a_batch_of_nothing_but_poison_runs_no_consumer(
-    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    publisher: RecordingPublisher,
 ) -> None:
     calls: list[tuple[str, str]] = []
     register_two_consumers(registry, calls)
@@ -135,6 +180,10 @@ async def test_a_batch_of_nothing_but_poison_runs_no_consumer(
     assert [(o.kind, o.consumer) for o in outcomes] == [(Kind.POISON, ""), (Kind.POISON, "")]
     assert calls == []
     assert [r["reason"] for r in await db.failed()] == ["undecodable", "unsupported-version"]
+    assert [header_map(r)["dlt-reason"] for r in publisher.records] == [
+        "undecodable",
+        "unsupported-version",
+    ]
 
 
 async def test_a_poison_record_with_an_event_id_is_not_a_dedup_record(

@@ -1,0 +1,77 @@
+"""``LOG_FORMAT=json``: one JSON object per log line, for log pipelines that parse fields.
+
+Every line has ``ts`` (UTC, ISO 8601), ``level``, ``logger`` and ``message``;
+the fields in ``CONTEXT_FIELDS`` are added when the call passed them with
+``extra=`` (``log.info("...", extra={"eventId": ..., "consumer": ...})``), and
+``exc`` holds the traceback of a logged exception. ``LOG_FORMAT=text`` (the
+default) keeps faust's human-readable lines.
+
+faust configures logging itself when the worker starts; ``faust_logging_config``
+is the dictConfig handed to it (the App's ``logging_config`` setting), merged
+over faust's own so the level given by ``faust worker -l`` still applies.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from app.settings import Settings
+
+CONTEXT_FIELDS = (
+    "eventId",
+    "traceId",
+    "consumer",
+    "outcome",
+    "eventType",
+    "topic",
+    "partition",
+    "offset",
+)
+
+
+class JsonFormatter(logging.Formatter):
+    """Formats a record as one line of JSON."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as a JSON object on one line."""
+        line: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": _message(record),
+        }
+        for name in CONTEXT_FIELDS:
+            value = record.__dict__.get(name)
+            if value is not None:
+                line[name] = value
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            line["exc"] = record.exc_text
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        return orjson.dumps(line, default=str).decode()
+
+
+def faust_logging_config(settings: Settings) -> dict[str, Any] | None:
+    """The ``logging_config`` for the faust App: ``None`` keeps faust's text lines."""
+    if settings.log_format != "json":
+        return None
+    return {
+        "version": 1,
+        "merge": True,  # keep faust's root logger and its level; replace its handler
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": f"{__name__}.JsonFormatter"}},
+        "handlers": {"default": {"class": "logging.StreamHandler", "formatter": "json"}},
+    }
+
+
+def _message(record: logging.LogRecord) -> str:
+    try:
+        return record.getMessage()
+    except Exception:  # a caller's bad format arguments must not lose the line
+        return f"{record.msg!r} % {record.args!r}"

@@ -1,0 +1,313 @@
+"""Every metric of effectively-once, defined here and nowhere else.
+
+Names follow the Prometheus conventions: ``effectively_once_`` prefix,
+``_total`` for counters, ``_seconds`` for durations. They live in their own
+``REGISTRY`` (with the process and platform collectors), served on
+``/metrics`` by the worker. The runtime calls one recording function per
+batch (``record_outcomes``); everything else is set by the periodic samplers
+or by the stage that knows (prefilter, retry routing, pauses).
+
+Label values are bounded: ``consumer`` is a registered consumer (``""`` for
+poison, no consumer's), ``event_type`` a known eventType or ``other``,
+``outcome`` a ``Kind``, ``dependency`` one of ``DEPENDENCIES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from app.pipeline.outcomes import Outcome
+from app.prefilter.stage import SKIPPED as PREFILTER_SKIPPED
+from dlq.policy import DeadReason
+from dlq.topics import RETRY_INFIX
+from schemas.registry import is_known_event_type
+
+# ``_created`` twins of every counter only add noise to a scrape.
+disable_created_metrics()
+
+REGISTRY = CollectorRegistry()
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+GCCollector(registry=REGISTRY)
+
+DEPENDENCIES = ("database", "broker", "redis", "other")  # see app.monitoring.pauses
+DUPLICATE_SOURCES = ("database", "prefilter")
+
+# --- events and batches -------------------------------------------------------------------
+EVENTS = Counter(
+    "effectively_once_events_total",
+    "Events processed, by consumer, outcome and eventType (poison: consumer '').",
+    ["consumer", "outcome", "event_type"],
+    registry=REGISTRY,
+)
+BATCH_DURATION = Histogram(
+    "effectively_once_batch_duration_seconds",
+    "Time from a batch handed to the pipeline until every consumer committed it.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    registry=REGISTRY,
+)
+BATCH_SIZE = Histogram(
+    "effectively_once_batch_size",
+    "Records per batch handed to the pipeline.",
+    buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000),
+    registry=REGISTRY,
+)
+CONSUMER_BATCH_DURATION = Histogram(
+    "effectively_once_consumer_batch_duration_seconds",
+    "One consumer's transaction over a batch (dedup, gate, handlers, commit).",
+    ["consumer"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    registry=REGISTRY,
+)
+DUPLICATES = Counter(
+    "effectively_once_duplicates_total",
+    "Duplicates caught, by consumer and by who caught them (database dedup record or prefilter).",
+    ["consumer", "source"],
+    registry=REGISTRY,
+)
+
+
+# --- prefilter (Redis) ---------------------------------------------------------------------
+class PrefilterTotals(Protocol):
+    """The running totals a ``Prefilter`` keeps (``app.prefilter.prefilter.PrefilterCounters``)."""
+
+    lookups: int
+    hits: int
+    remembered: int
+    errors: int
+    short_circuits: int
+
+
+_PREFILTER_TOTALS = (
+    ("lookups", "Event ids the Redis prefilter answered for (hit or miss)."),
+    ("hits", "Looked-up event ids Redis knew: duplicates that skipped the database."),
+    ("remembered", "Event ids written to Redis after their commit."),
+    ("errors", "Prefilter calls that failed or timed out (the database decided instead)."),
+    ("short_circuits", "Prefilter calls not made because the circuit was open."),
+)
+
+
+class _PrefilterCollector(Collector):
+    """Reads the prefilter's own running totals at scrape time (zeros without a prefilter)."""
+
+    def __init__(self) -> None:
+        self.totals: PrefilterTotals | None = None
+
+    def collect(self) -> Iterable[Metric]:
+        for name, help_text in _PREFILTER_TOTALS:
+            value = getattr(self.totals, name, 0) if self.totals is not None else 0
+            yield CounterMetricFamily(f"effectively_once_prefilter_{name}", help_text, value)
+
+
+_PREFILTER = _PrefilterCollector()
+REGISTRY.register(_PREFILTER)
+PREFILTER_CIRCUIT_OPEN = Gauge(
+    "effectively_once_prefilter_circuit_open",
+    "1 while the prefilter's circuit breaker is not closed (Redis bypassed), else 0.",
+    registry=REGISTRY,
+)
+
+# --- parking (sampled from the database) ---------------------------------------------------
+PARKED_EVENTS = Gauge(
+    "effectively_once_parked_events",
+    "Events waiting in parked_event for an earlier version of their aggregate.",
+    ["consumer"],
+    registry=REGISTRY,
+)
+PARKED_AGGREGATES = Gauge(
+    "effectively_once_parked_aggregates",
+    "Aggregates with at least one parked event.",
+    ["consumer"],
+    registry=REGISTRY,
+)
+OLDEST_PARKED_AGE = Gauge(
+    "effectively_once_oldest_parked_event_age_seconds",
+    "Age of the consumer's oldest parked event (0 when none).",
+    ["consumer"],
+    registry=REGISTRY,
+)
+
+# --- failures: retry tiers, dead letters, replays -----------------------------------------
+RETRIES = Counter(
+    "effectively_once_retries_total",
+    "Events sent to a retry tier, by consumer and tier (the tier's delay, e.g. 5s).",
+    ["consumer", "tier"],
+    registry=REGISTRY,
+)
+DLT_RECORDS = Counter(
+    "effectively_once_dlt_records_total",
+    "Records sent to the dead-letter topic, by consumer and dlt-reason.",
+    ["consumer", "reason"],
+    registry=REGISTRY,
+)
+REPLAYS = Counter(
+    "effectively_once_replays_total",
+    "Dead-lettered events replayed, by consumer.",
+    ["consumer"],
+    registry=REGISTRY,
+)
+
+# --- progress on the broker (sampled from the consumer) -----------------------------------
+CONSUMER_LAG = Gauge(
+    "effectively_once_consumer_lag",
+    "Records in an assigned partition not yet processed (high watermark - next offset).",
+    ["topic", "partition"],
+    registry=REGISTRY,
+)
+OLDEST_UNPROCESSED_AGE = Gauge(
+    "effectively_once_oldest_unprocessed_age_seconds",
+    "Seconds since the oldest record in flight became due (its timestamp; for a retry "
+    "record its retry-due-at); 0 when no batch is in flight.",
+    registry=REGISTRY,
+)
+
+# --- infrastructure pauses -------------------------------------------------------------------
+PAUSES = Counter(
+    "effectively_once_infrastructure_pauses_total",
+    "Pauses (retry in place) caused by an unreachable dependency.",
+    ["dependency"],
+    registry=REGISTRY,
+)
+PAUSE_SECONDS = Counter(
+    "effectively_once_infrastructure_pause_seconds_total",
+    "Seconds spent paused waiting for a dependency.",
+    ["dependency"],
+    registry=REGISTRY,
+)
+PAUSED = Gauge(
+    "effectively_once_paused",
+    "1 while a batch in flight (or start-up) is paused on an infrastructure failure, else 0.",
+    registry=REGISTRY,
+)
+
+
+def initialise(consumers: Iterable[str]) -> None:
+    """Create the zero series a dashboard or ``increase()`` needs before the first event."""
+    names = list(consumers)
+    for dependency in DEPENDENCIES:
+        PAUSES.labels(dependency)
+        PAUSE_SECONDS.labels(dependency)
+    for consumer in names:
+        for source in DUPLICATE_SOURCES:
+            DUPLICATES.labels(consumer, source)
+    for consumer in [*names, ""]:  # "": poison, no consumer's
+        for reason in DeadReason:
+            DLT_RECORDS.labels(consumer, reason.value)
+    set_parked({consumer: ParkedStats() for consumer in names})
+    PAUSED.set(0)
+    PREFILTER_CIRCUIT_OPEN.set(0)
+
+
+def record_outcomes(outcomes: Sequence[Outcome], batch_seconds: float, batch_size: int) -> None:
+    """Count a committed batch's outcomes (retries and dead letters are derived from them)."""
+    BATCH_DURATION.observe(batch_seconds)
+    BATCH_SIZE.observe(batch_size)
+    for outcome in outcomes:
+        kind = str(outcome.kind)
+        EVENTS.labels(outcome.consumer, kind, _event_type_label(outcome.event_type)).inc()
+        if kind == "duplicate":
+            source = "prefilter" if outcome.detail == PREFILTER_SKIPPED else "database"
+            DUPLICATES.labels(outcome.consumer, source).inc()
+        elif kind == "retried":  # detail: the retry topic the event went to
+            RETRIES.labels(outcome.consumer, outcome.detail.rpartition(RETRY_INFIX)[2]).inc()
+        elif kind in ("dead-lettered", "poison"):  # detail: the dlt-reason
+            DLT_RECORDS.labels(outcome.consumer, _dead_reason(outcome.detail)).inc()
+
+
+def observe_consumer_batch(consumer: str, seconds: float) -> None:
+    """One consumer's transaction over a batch took ``seconds``."""
+    CONSUMER_BATCH_DURATION.labels(consumer).observe(seconds)
+
+
+def record_pause(dependency: str, delay: float) -> None:
+    """Work paused on ``dependency`` and waits ``delay`` seconds before retrying in place."""
+    PAUSES.labels(dependency).inc()
+    PAUSE_SECONDS.labels(dependency).inc(delay)
+
+
+def set_paused(paused: bool) -> None:
+    """Whether the worker is paused now (``app.monitoring.pauses`` decides)."""
+    PAUSED.set(1 if paused else 0)
+
+
+def watch_prefilter(totals: PrefilterTotals) -> None:
+    """Export the running totals of the worker's prefilter."""
+    _PREFILTER.totals = totals
+
+
+def on_prefilter_circuit_change(old: str, new: str) -> None:
+    """``CircuitBreaker.on_state_change``: the prefilter's circuit moved from ``old`` to ``new``."""
+    PREFILTER_CIRCUIT_OPEN.set(0 if new == "closed" else 1)
+
+
+def record_replay(consumer: str, count: int = 1) -> None:
+    """``count`` dead-lettered events of ``consumer`` were replayed."""
+    REPLAYS.labels(consumer).inc(count)
+
+
+# Consumers whose parking gauges exist: a consumer whose parked events drained reads 0.
+_parked_consumers: set[str] = set()
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedStats:
+    """What ``parked_event`` holds for one consumer."""
+
+    events: int = 0
+    aggregates: int = 0
+    oldest_age_seconds: float = 0.0
+
+
+def set_parked(stats: Mapping[str, ParkedStats]) -> None:
+    """Publish a fresh sample of the parking gauges (consumers absent from ``stats``: none)."""
+    _parked_consumers.update(stats)
+    for consumer in _parked_consumers:
+        sample = stats.get(consumer, ParkedStats())
+        PARKED_EVENTS.labels(consumer).set(sample.events)
+        PARKED_AGGREGATES.labels(consumer).set(sample.aggregates)
+        OLDEST_PARKED_AGE.labels(consumer).set(sample.oldest_age_seconds)
+
+
+def set_consumer_lag(lag: Mapping[tuple[str, int], int]) -> None:
+    """Publish the lag of exactly the partitions in ``lag`` (revoked ones disappear)."""
+    CONSUMER_LAG.clear()
+    for (topic, partition), value in lag.items():
+        CONSUMER_LAG.labels(topic, str(partition)).set(value)
+
+
+def set_oldest_unprocessed_age(seconds: float) -> None:
+    """Publish the age of the oldest record in flight."""
+    OLDEST_UNPROCESSED_AGE.set(seconds)
+
+
+def render() -> tuple[bytes, str]:
+    """The scrape body and its content type."""
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def _event_type_label(event_type: str | None) -> str:
+    if not event_type:
+        return ""
+    return event_type if is_known_event_type(event_type) else "other"
+
+
+def _dead_reason(detail: str) -> str:
+    known = {reason.value for reason in DeadReason}
+    return detail if detail in known else "other"

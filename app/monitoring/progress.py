@@ -1,0 +1,153 @@
+"""How far the worker got: per-partition lag and the age of the oldest record in flight.
+
+The runtime hands each batch to the pipeline through ``Progress.run``, which
+notes it in flight and, once the pipeline returned (after the database commit),
+counts its outcomes and moves the processed offsets. "Processed" therefore
+means committed to the database, which is what an effectively-once consumer's
+lag should count; the broker's committed offset follows shortly after.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
+
+from app import metrics
+from app.monitoring.pauses import batch_scope
+from app.pipeline.outcomes import Outcome
+from app.records import RawRecord
+from dlq.trip import Trip
+
+log = logging.getLogger("effectively_once.outcomes")
+
+TopicPartition = tuple[str, int]
+
+# Outcomes worth a line at INFO; applied and duplicate events log at DEBUG only.
+_NOTABLE = frozenset({"parked", "stale", "retried", "dead-lettered", "skipped", "poison"})
+
+
+class PartitionSource(Protocol):
+    """What lag needs from a Kafka consumer (the faust adapter implements it)."""
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions this worker works on."""
+        ...
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The partition's high watermark, if known."""
+        ...
+
+    async def position(self, tp: TopicPartition) -> int | None:
+        """The consumer's fetch position in the partition, if known."""
+        ...
+
+
+class Progress:
+    """Batches in flight and the next offset to process per partition."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._next: dict[TopicPartition, int] = {}
+        self._in_flight: dict[int, float] = {}  # batch token -> when its oldest record was due (s)
+        self._tokens = 0
+
+    async def run(
+        self,
+        process: Callable[[Sequence[RawRecord]], Awaitable[list[Outcome]]],
+        records: Sequence[RawRecord],
+    ) -> list[Outcome]:
+        """``await process(records)``, counted: metrics and logs of the outcomes, offsets moved.
+
+        A batch that raised (the worker stops) is no longer in flight but not processed.
+        """
+        self._tokens += 1
+        token = self._tokens
+        self._in_flight[token] = self._oldest_due(records)
+        started = time.monotonic()
+        try:
+            with batch_scope():
+                outcomes = await process(records)
+        finally:
+            self._in_flight.pop(token, None)
+        for record in records:
+            tp = (record.topic, record.partition)
+            self._next[tp] = max(self._next.get(tp, 0), record.offset + 1)
+        metrics.record_outcomes(outcomes, time.monotonic() - started, len(records))
+        log_outcomes(outcomes)
+        return outcomes
+
+    def _oldest_due(self, records: Sequence[RawRecord]) -> float:
+        """When the batch's oldest record became due: its timestamp, or for a retry record
+        its ``retry-due-at`` (the wait in a retry tier is intended, not a delay)."""
+        due = []
+        for record in records:
+            at = record.timestamp_ms / 1000 if record.timestamp_ms is not None else None
+            retry_due = Trip.of(record).due_at
+            if retry_due is not None:
+                at = max(at or 0.0, retry_due.timestamp())
+            if at is not None:
+                due.append(at)
+        return min(due) if due else self._clock()
+
+    def oldest_unprocessed_age(self) -> float:
+        """Seconds since the oldest record in flight was produced (0: nothing in flight)."""
+        if not self._in_flight:
+            return 0.0
+        return max(0.0, self._clock() - min(self._in_flight.values()))
+
+    async def lag(self, source: PartitionSource) -> dict[TopicPartition, int]:
+        """High watermark minus the next offset to process, per assigned partition.
+
+        A partition without a batch processed since it was assigned counts from the
+        consumer's position (where faust resumed: the committed offset).
+        """
+        assigned = source.assignment()
+        self._next = {tp: offset for tp, offset in self._next.items() if tp in assigned}
+        lag: dict[TopicPartition, int] = {}
+        for tp in sorted(assigned):
+            high = source.highwater(tp)
+            following = self._next.get(tp)
+            if following is None:
+                following = await source.position(tp)
+            if high is not None and following is not None:
+                lag[tp] = max(0, high - following)
+        return lag
+
+    async def publish(self, source: PartitionSource | None) -> None:
+        """Set the lag and oldest-unprocessed gauges (lag only when a consumer runs)."""
+        metrics.set_oldest_unprocessed_age(self.oldest_unprocessed_age())
+        if source is not None:
+            metrics.set_consumer_lag(await self.lag(source))
+
+
+def log_outcomes(outcomes: Sequence[Outcome]) -> None:
+    """One line per outcome, fields in ``extra`` (``LOG_FORMAT=json`` turns them into keys)."""
+    for outcome in outcomes:
+        kind = str(outcome.kind)
+        level = logging.INFO if kind in _NOTABLE else logging.DEBUG
+        if not log.isEnabledFor(level):
+            continue
+        extra = {
+            "eventId": outcome.event_id,
+            "consumer": outcome.consumer,
+            "outcome": kind,
+            "eventType": outcome.event_type,
+        }
+        for key, attribute in _OPTIONAL_FIELDS:
+            value = getattr(outcome, attribute, None)  # fields a pipeline version may add
+            if value is not None:
+                extra[key] = value
+        what = f"event {outcome.event_id}" if outcome.event_id else "a record without eventId"
+        who = f" for {outcome.consumer}" if outcome.consumer else ""
+        detail = f": {outcome.detail}" if outcome.detail else ""
+        log.log(level, "%s %s%s%s", what, kind, who, detail, extra=extra)
+
+
+_OPTIONAL_FIELDS = (
+    ("traceId", "trace_id"),
+    ("topic", "topic"),
+    ("partition", "partition"),
+    ("offset", "offset"),
+)

@@ -1,0 +1,96 @@
+"""``/ready``: may this worker be sent traffic? Each check answers within a second or fails.
+
+Ready means: the database answers ``SELECT 1``, a broker accepts a connection,
+and the consumer has partitions assigned (a worker beyond the partition count,
+or one in the middle of a rebalance, is alive but not ready).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+CHECK_TIMEOUT_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One named check and what it found."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """All checks; ready only if every one passed."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every check passed."""
+        return all(check.ok for check in self.checks)
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body of ``/ready``: status, failed check names, and each check's detail."""
+        return {
+            "status": "ready" if self.ok else "not ready",
+            "failed": [check.name for check in self.checks if not check.ok],
+            "checks": {
+                check.name: {"ok": check.ok, "detail": check.detail} for check in self.checks
+            },
+        }
+
+
+async def database(engine: AsyncEngine, within: float = CHECK_TIMEOUT_SECONDS) -> Check:
+    """The database answers ``SELECT 1`` within ``within`` seconds."""
+
+    async def select_one() -> None:
+        async with engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+
+    try:
+        await asyncio.wait_for(select_one(), within)
+    except TimeoutError:
+        return Check("database", False, f"no answer to SELECT 1 within {within}s")
+    except Exception as exc:
+        return Check("database", False, _describe(exc))
+    return Check("database", True, "SELECT 1 answered")
+
+
+async def broker(
+    servers: Sequence[tuple[str, int]], within: float = CHECK_TIMEOUT_SECONDS
+) -> Check:
+    """At least one bootstrap server accepts a TCP connection within ``within`` seconds."""
+    errors = []
+    for host, port in servers:
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), within)
+        except (OSError, TimeoutError) as exc:
+            errors.append(f"{host}:{port}: {_describe(exc)}")
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return Check("broker", True, f"{host}:{port} accepts connections")
+    return Check("broker", False, "; ".join(errors) or "no bootstrap server configured")
+
+
+def partitions(assigned: int | None) -> Check:
+    """The consumer has ``assigned`` partitions (``None``: the consumer is not running)."""
+    if assigned is None:
+        return Check("partitions", False, "the consumer has not started")
+    if assigned == 0:
+        return Check("partitions", False, "no partitions assigned")
+    return Check("partitions", True, f"{assigned} assigned")
+
+
+def _describe(exc: BaseException) -> str:
+    text_ = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text_[0]}" if text_ else type(exc).__name__

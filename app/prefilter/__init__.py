@@ -1,0 +1,21 @@
+"""The Redis prefilter (active only with ``REDIS_URL``): a fast path in front of the
+database's dedup record, never a replacement for it and never the source of truth.
+
+- ``breaker``: the circuit breaker that stops asking a dead Redis on every batch;
+- ``client``: the three Redis commands used (MGET, a pipeline of SET EX, close);
+- ``prefilter``: ``Prefilter.known`` / ``remember``, failing open, with counters;
+- ``stage``: the calls the batch processor makes before and after a transaction.
+"""
+
+from app.prefilter.breaker import Circuit, CircuitBreaker
+from app.prefilter.prefilter import Prefilter, PrefilterCounters
+from app.prefilter.stage import remember_applied, skip_known
+
+__all__ = [
+    "Circuit",
+    "CircuitBreaker",
+    "Prefilter",
+    "PrefilterCounters",
+    "remember_applied",
+    "skip_known",
+]

@@ -1,0 +1,185 @@
+"""The prefilter: which events Redis already knows a consumer applied.
+
+Keys are ``{namespace}:{consumer}:{event_id}`` with the value ``1`` and a TTL.
+``namespace`` must name the database whose dedup records the keys mirror (at
+least the app id): two deployments, or a database dropped and created again,
+must never read each other's keys, or an event would be skipped that this
+database never applied.
+
+Invariants:
+
+- ``remember`` is called only after the transaction that applied the events
+  committed, so Redis never knows an event the database does not. Expiry, a
+  flush or a lost write only ever send an event to the database's dedup again.
+- ``known`` and ``remember`` never raise and never take longer than their
+  deadline: on any failure ``known`` returns "nothing known" (fail open) and
+  ``remember`` drops the write.
+
+The deadline of a call is ``timeout_seconds`` (what a Redis that answers at once
+may take, the round trip included) plus ``PER_ID_SECONDS`` per event id, for
+the client's own work: redis-py's pure-Python parser takes about 8 us per MGET
+value and 25 us per pipelined SET, so a fixed 50 ms would fail open on every
+batch of a few thousand events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.prefilter.breaker import CircuitBreaker, Clock, OnStateChange
+from app.prefilter.client import RedisClient, connect
+
+log = logging.getLogger("effectively_once.prefilter")
+
+DEFAULT_TTL_SECONDS = 24 * 3600
+DEFAULT_TIMEOUT_SECONDS = 0.05
+DEFAULT_FAILURE_THRESHOLD = 5
+DEFAULT_COOLDOWN_SECONDS = 30.0
+PER_ID_SECONDS = 50e-6
+
+
+@dataclass
+class PrefilterCounters:
+    """Running totals, read by the metrics module."""
+
+    lookups: int = 0
+    """Event ids Redis answered for (hit or miss)."""
+    hits: int = 0
+    """Looked-up event ids Redis knew: they skip the database."""
+    remembered: int = 0
+    """Event ids written to Redis after their commit."""
+    errors: int = 0
+    """Redis calls that failed or timed out (each fell back to the database)."""
+    short_circuits: int = 0
+    """Calls not made because the circuit was open."""
+
+
+class Prefilter:
+    """A fast path in front of the database's dedup record, never a replacement for it."""
+
+    def __init__(
+        self,
+        client: RedisClient,
+        *,
+        namespace: str,
+        ttl_seconds: int = DEFAULT_TTL_SECONDS,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
+        if not namespace:
+            raise ValueError("namespace must name the database the keys mirror")
+        if ttl_seconds < 1:
+            raise ValueError(f"ttl_seconds must be >= 1, not {ttl_seconds}")
+        if timeout_seconds <= 0:
+            raise ValueError(f"timeout_seconds must be > 0, not {timeout_seconds}")
+        self.namespace = namespace
+        self.ttl_seconds = ttl_seconds
+        self.timeout_seconds = timeout_seconds
+        self.breaker = breaker or CircuitBreaker(
+            DEFAULT_FAILURE_THRESHOLD, DEFAULT_COOLDOWN_SECONDS
+        )
+        self.counters = PrefilterCounters()
+        self._client = client
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        namespace: str,
+        ttl_seconds: int = DEFAULT_TTL_SECONDS,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        failure_threshold: int = DEFAULT_FAILURE_THRESHOLD,
+        cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS,
+        clock: Clock = time.monotonic,
+        on_state_change: OnStateChange | None = None,
+    ) -> Prefilter:
+        """A prefilter on the Redis at ``url``; connects lazily, so a Redis that is down
+        at start-up delays nothing."""
+        breaker = CircuitBreaker(failure_threshold, cooldown_seconds, clock, on_state_change)
+        return cls(
+            connect(url, timeout_seconds),
+            namespace=namespace,
+            ttl_seconds=ttl_seconds,
+            timeout_seconds=timeout_seconds,
+            breaker=breaker,
+        )
+
+    def key(self, consumer: str, event_id: str) -> str:
+        """The Redis key saying that ``consumer`` applied ``event_id``."""
+        return f"{self.namespace}:{consumer}:{event_id}"
+
+    def deadline(self, ids: int) -> float:
+        """How long a call about ``ids`` event ids may take before it fails open."""
+        return self.timeout_seconds + ids * PER_ID_SECONDS
+
+    async def known(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        """Which of ``event_ids`` Redis knows ``consumer`` applied, in one MGET.
+
+        Empty when Redis is down, slow or the circuit is open: the database decides.
+        Takes at most ``deadline(len(event_ids))``.
+        """
+        ids = list(dict.fromkeys(event_ids))
+        if not ids or not self._allowed():
+            return set()
+        try:
+            async with asyncio.timeout(self.deadline(len(ids))):
+                values = await self._client.mget([self.key(consumer, i) for i in ids])
+            found = {i for i, value in zip(ids, values, strict=True) if value is not None}
+        except asyncio.CancelledError:
+            self.breaker.abandoned()
+            raise
+        except Exception as exc:  # fail open: whatever went wrong, the database decides
+            self._failed("lookup", exc)
+            return set()
+        self.breaker.succeeded()
+        self.counters.lookups += len(ids)
+        self.counters.hits += len(found)
+        return found
+
+    async def remember(self, consumer: str, event_ids: Sequence[str]) -> None:
+        """Record that ``consumer`` applied ``event_ids``, in one pipeline of SET EX.
+
+        Call only after the transaction that applied them committed. A failure is
+        counted and dropped: the database's dedup record still holds.
+        """
+        ids = list(dict.fromkeys(event_ids))
+        if not ids or not self._allowed():
+            return
+        try:
+            async with asyncio.timeout(self.deadline(len(ids))):
+                pipe = self._client.pipeline(transaction=False)
+                for event_id in ids:
+                    pipe.set(self.key(consumer, event_id), b"1", ex=self.ttl_seconds)
+                await pipe.execute()
+        except asyncio.CancelledError:
+            self.breaker.abandoned()
+            raise
+        except Exception as exc:  # the write is only a shortcut; losing it is safe
+            self._failed("write", exc)
+            return
+        self.breaker.succeeded()
+        self.counters.remembered += len(ids)
+
+    async def close(self) -> None:
+        """Close the Redis connections (never raises)."""
+        try:
+            await self._client.aclose()
+        except Exception as exc:
+            log.debug("closing the Redis prefilter client: %r", exc)
+
+    def _allowed(self) -> bool:
+        if self.breaker.allow():
+            return True
+        self.counters.short_circuits += 1
+        return False
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        self.counters.errors += 1
+        error = f"{what}: {exc!r}" if not isinstance(exc, TimeoutError) else f"{what}: timed out"
+        log.debug("Redis prefilter %s", error)
+        self.breaker.failed(error)

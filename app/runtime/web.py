@@ -1,0 +1,129 @@
+"""The worker's web port: ``/metrics``, ``/health`` and ``/ready``, plus the parking sampler.
+
+``create_app`` calls ``add_observability`` once; the agent reports each batch to
+the ``Progress`` it returns. faust serves these pages next to its own on
+``faust worker --web-port``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import faust
+from faust.types import TP
+from faust.web import Request, Response, View
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app import metrics
+from app.db.engine import create_engine
+from app.monitoring import readiness
+from app.monitoring.parked import keep_sampling
+from app.monitoring.progress import Progress, TopicPartition
+from app.registry import Registry
+from app.settings import Settings
+
+log = logging.getLogger("effectively_once.web")
+
+# Lag is read at scrape time; a consumer thread that does not answer in time is skipped.
+LAG_TIMEOUT_SECONDS = 1.0
+
+
+class FaustPartitions:
+    """``PartitionSource`` over faust's consumer, limited to the topics the agents consume."""
+
+    def __init__(self, app: faust.App) -> None:
+        self._app = app
+
+    def assignment(self) -> set[TopicPartition]:
+        """Assigned partitions of acking topics (not faust's own leader topic)."""
+        topics = self._app.topics
+        return {
+            (tp.topic, tp.partition)
+            for tp in self._app.consumer.assignment()
+            if topics.acks_enabled_for(tp.topic)
+        }
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark faust's consumer last saw, if any."""
+        try:
+            return self._app.consumer.highwater(TP(*tp))
+        except Exception:  # revoked since ``assignment`` or not fetched yet
+            return None
+
+    async def position(self, tp: TopicPartition) -> int | None:
+        """The consumer's position in ``tp``."""
+        try:
+            return await self._app.consumer.position(TP(*tp))
+        except Exception:
+            return None
+
+
+class _Database:
+    """A one-connection engine of its own, so a busy pipeline pool cannot fail ``/ready``."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._engine: AsyncEngine | None = None
+
+    @property
+    def engine(self) -> AsyncEngine:
+        if self._engine is None:
+            self._engine = create_engine(self._url, pool_size=1)
+        return self._engine
+
+    async def dispose(self) -> None:
+        if self._engine is not None:
+            await self._engine.dispose()
+
+
+def add_observability(app: faust.App, settings: Settings, registry: Registry) -> Progress:
+    """Serve the three pages, sample parking every 10 s; returns the agent's ``Progress``."""
+    progress = Progress()
+    database = _Database(settings.database_url)
+    partitions = FaustPartitions(app)
+    servers = [(url.host or "localhost", url.port or 9092) for url in app.conf.broker]
+    metrics.initialise(registry.consumers)
+
+    @app.page("/metrics")
+    class Metrics(View):
+        async def get(self, request: Request) -> Response:
+            source = partitions if _assigned(partitions) is not None else None
+            try:
+                await asyncio.wait_for(progress.publish(source), LAG_TIMEOUT_SECONDS)
+            except Exception as exc:  # a scrape never fails because lag could not be read
+                log.debug("lag not refreshed: %r", exc)
+            body, content_type = metrics.render()
+            return self.bytes(body, headers={"Content-Type": content_type})
+
+    @app.page("/health")
+    class Health(View):
+        async def get(self, request: Request) -> Response:
+            return self.json({"status": "alive"})
+
+    @app.page("/ready")
+    class Ready(View):
+        async def get(self, request: Request) -> Response:
+            checks = await asyncio.gather(
+                readiness.database(database.engine), readiness.broker(servers)
+            )
+            report = readiness.Readiness((*checks, readiness.partitions(_assigned(partitions))))
+            return self.json(report.body(), status=200 if report.ok else 503)
+
+    @app.task
+    async def _sample_parking() -> None:
+        await keep_sampling(database.engine)
+
+    @app.on_before_shutdown.connect  # type: ignore[arg-type]
+    async def _dispose(app: Any, **_: Any) -> None:
+        await database.dispose()
+
+    return progress
+
+
+def _assigned(partitions: FaustPartitions) -> int | None:
+    try:
+        return len(partitions.assignment())
+    except Exception:  # faust's ConsumerNotStarted before the consumer runs
+        return None

@@ -1,0 +1,1 @@
+"""``python -m app trace <eventId>``: what happened to one event, consumer by consumer."""

@@ -1,0 +1,160 @@
+"""``python -m app trace <eventId>``: print what each consumer did with one event.
+
+Reads ``DATABASE_URL`` (or ``--database-url``). Exit codes: 0 found, 1 no
+consumer has a record of the event, 2 the database cannot be read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.db.engine import create_engine
+from app.db.urls import normalise_database_url
+from app.registry import default_registry
+from app.settings import Settings
+from app.trace.query import Trace, trace_event
+
+NOT_FOUND = (
+    "no consumer has a record of eventId {event_id}: it has not been consumed yet, it was "
+    "stale for every consumer (stale events leave no row), or it never had a readable "
+    "eventId (such poison is kept under its topic, partition and offset)."
+)
+
+
+class TraceError(Exception):
+    """The database cannot be read; the message says why, for a person."""
+
+
+def register(cli: typer.Typer) -> None:
+    """Add the ``trace`` command to ``cli``."""
+    cli.command("trace")(trace)
+
+
+def trace(
+    event_id: Annotated[str, typer.Argument(help="The eventId to look up.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    database_url: Annotated[
+        str | None, typer.Option(help="Database to read (default: DATABASE_URL).")
+    ] = None,
+) -> None:
+    """Show, consumer by consumer, whether an event was applied, parked, stale or failed."""
+    err = Console(stderr=True)
+    try:
+        url = _database_url(database_url)
+        found = asyncio.run(_trace(url, event_id))
+    except TraceError as exc:
+        err.print(f"[bold red]effectively-once trace:[/] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(orjson.dumps(_as_json(found), default=_json_default, option=orjson.OPT_INDENT_2))
+    elif found.found:
+        Console().print(_table(found))
+    if not found.found:
+        if not as_json:
+            err.print(NOT_FOUND.format(event_id=event_id), highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+
+
+def _database_url(option: str | None) -> str:
+    try:
+        url = normalise_database_url(option) if option else Settings().database_url
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
+        )
+        raise TraceError(f"invalid settings: {problems}") from exc
+    except ValueError as exc:
+        raise TraceError(f"--database-url is not usable: {_first_line(exc)}") from exc
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        path = parsed.database or ""
+        if path and path != ":memory:" and not Path(path).exists():
+            raise TraceError(f"no SQLite database at {path}")
+    return url
+
+
+async def _trace(url: str, event_id: str) -> Trace:
+    engine = create_engine(url, pool_size=1)
+    where = make_url(url).render_as_string(hide_password=True)
+    try:
+        async with engine.connect() as conn:
+            return await trace_event(conn, event_id, _registered_consumers())
+    except (SQLAlchemyError, OSError, TimeoutError) as exc:
+        raise TraceError(f"cannot read {where}: {_first_line(exc)}") from exc
+    finally:
+        await engine.dispose()
+
+
+def _registered_consumers() -> list[str] | None:
+    """The consumers of HANDLER_MODULES, or None (then every consumer's rows are read)."""
+    try:
+        for name in Settings().handler_module_names:
+            importlib.import_module(name)
+    except Exception:
+        return None
+    return default_registry.consumers or None
+
+
+def _table(found: Trace) -> Table:
+    title = f"eventId {found.event_id}"
+    if found.event_type:
+        title += f": {found.event_type}"
+    if found.aggregate_id is not None:
+        title += f" on {found.aggregate_type} {found.aggregate_id}"
+    if found.version is not None:
+        title += f", version {found.version}"
+    table = Table(title=title, title_justify="left")
+    table.add_column("consumer")
+    table.add_column("state")
+    table.add_column("when", no_wrap=True)
+    table.add_column("details")
+    for finding in found.findings:
+        when = f"{finding.at:%Y-%m-%d %H:%M:%S} UTC" if finding.at is not None else ""
+        table.add_row(finding.consumer or "(poison)", finding.state, when, finding.detail)
+    return table
+
+
+def _as_json(found: Trace) -> dict[str, Any]:
+    return {
+        "eventId": found.event_id,
+        "found": found.found,
+        "eventType": found.event_type,
+        "aggregateType": found.aggregate_type,
+        "aggregateId": found.aggregate_id,
+        "aggregateVersion": found.version,
+        "consumers": [
+            {
+                "consumer": f.consumer,
+                "state": f.state,
+                "at": f.at,
+                "detail": f.detail,
+                **dict(f.fields),
+            }
+            for f in found.findings
+        ],
+    }
+
+
+def _json_default(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return str(value)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

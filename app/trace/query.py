@@ -1,0 +1,172 @@
+"""Read one event's story out of the framework's tables.
+
+Each consumer leaves at most a few rows per event: ``consumed_event`` (applied),
+``parked_event`` (waiting for an earlier version), ``failed_event`` (in a retry
+tier, dead-lettered, skipped, resolved...). A stale event leaves no row; it is
+recognised by its aggregate's version being already at or past the event's,
+which needs the aggregate, learnt from another consumer's row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Select, Table, literal_column, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One consumer's state for the event (``consumer`` ``""``: poison, no consumer's)."""
+
+    consumer: str
+    state: str
+    at: datetime | None = None
+    detail: str = ""
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """Everything the database knows about one eventId."""
+
+    event_id: str
+    event_type: str | None = None
+    aggregate_type: str | None = None
+    aggregate_id: str | None = None
+    version: int | None = None
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def found(self) -> bool:
+        """True when some table has a row for the event."""
+        return any(f.state not in ("stale", "not seen") for f in self.findings)
+
+
+async def trace_event(
+    conn: AsyncConnection, event_id: str, consumers: Sequence[str] | None = None
+) -> Trace:
+    """The event's findings for every consumer (``consumers``: the registered ones, if known,
+    which lets the lookups use the tables' primary keys)."""
+    consumed = await _rows(conn, consumed_event, event_id, consumers)
+    parked = await _rows(conn, parked_event, event_id, consumers)
+    # Read with * so that columns the failure handling adds or renames never break tracing.
+    failed_query: Select[Any] = (
+        select(literal_column("*"))
+        .select_from(failed_event)
+        .where(failed_event.c.event_id == event_id)
+    )
+    failed = [dict(row) for row in (await conn.execute(failed_query)).mappings()]
+    known = next(iter([*consumed, *parked, *failed]), None)
+    if known is None:
+        return Trace(event_id)
+    event = {key: known.get(key) for key in ("event_type", "aggregate_type", "aggregate_id")}
+    version = known.get("aggregate_version")
+    recorded = {r["consumer_group"] for r in [*consumed, *parked, *failed]}
+    # Poison never reached a consumer: no "not seen" lines for them.
+    names = sorted(recorded if recorded == {""} else set(consumers or ()) | recorded)
+    versions = await _versions(conn, event, [n for n in names if n])
+    findings: list[Finding] = []
+    for name in names:
+        last = versions.get(name)
+        mine = [_failure(row) for row in failed if row["consumer_group"] == name]
+        mine += [_applied(row) for row in consumed if row["consumer_group"] == name]
+        mine += [_parked(row, last) for row in parked if row["consumer_group"] == name]
+        if not mine:
+            mine = [_unrecorded(name, version, last)]
+        findings.extend(mine)
+    return Trace(event_id, version=version, findings=tuple(findings), **event)
+
+
+async def _rows(
+    conn: AsyncConnection, table: Table, event_id: str, consumers: Sequence[str] | None
+) -> list[dict[str, Any]]:
+    query = select(table).where(table.c.event_id == event_id)
+    if consumers:
+        query = query.where(table.c.consumer_group.in_(list(consumers)))
+    return [dict(row) for row in (await conn.execute(query)).mappings()]
+
+
+async def _versions(
+    conn: AsyncConnection, event: Mapping[str, Any], consumers: list[str]
+) -> dict[str, int | None]:
+    if not consumers or event["aggregate_id"] is None:
+        return {}
+    t = aggregate_version
+    query = select(t.c.consumer_group, t.c.last_version).where(
+        t.c.consumer_group.in_(consumers),
+        t.c.aggregate_type == event["aggregate_type"],
+        t.c.aggregate_id == event["aggregate_id"],
+    )
+    return {consumer: last for consumer, last in await conn.execute(query)}
+
+
+def _applied(row: Mapping[str, Any]) -> Finding:
+    version = row["aggregate_version"]
+    detail = f"version {version} applied" if version is not None else "applied (unversioned)"
+    return Finding(row["consumer_group"], "applied", _moment(row["applied_at"]), detail)
+
+
+def _parked(row: Mapping[str, Any], last: int | None) -> Finding:
+    waiting_for = (last or 0) + 1
+    return Finding(
+        row["consumer_group"],
+        "parked",
+        _moment(row["parked_at"]),
+        f"version {row['aggregate_version']} waits for version {waiting_for}",
+        {"waiting_for_version": waiting_for, "last_applied_version": last},
+    )
+
+
+# failed_event columns shown in --json (those a given schema version lacks are left out).
+_FAILURE_FIELDS = (
+    *("reason", "attempts", "topic", "partition", "offset", "exception_type"),
+    *("exception_message", "first_failed_at", "last_failed_at", "decided_by", "decision_note"),
+)
+
+
+def _failure(row: Mapping[str, Any]) -> Finding:
+    status = row.get("status") or ("poison" if not row["consumer_group"] else "failed")
+    attempts = row.get("attempts")
+    parts = [f"reason {row.get('reason')}"]
+    if attempts is not None:
+        parts.append(f"{attempts} attempt(s)")
+    message = str(row.get("exception_message") or "").strip().splitlines()
+    if row.get("exception_type"):
+        parts.append(f"{row['exception_type']}: {message[0][:160] if message else ''}".strip())
+    at = _moment(row.get("last_failed_at") or row.get("failed_at"))
+    fields = {
+        key: _moment(row[key]) if key.endswith("_at") else row[key]
+        for key in _FAILURE_FIELDS
+        if row.get(key) is not None
+    }
+    return Finding(row["consumer_group"], status, at, "; ".join(parts), fields)
+
+
+def _unrecorded(consumer: str, version: int | None, last: int | None) -> Finding:
+    if version is not None and last is not None and last >= version:
+        return Finding(
+            consumer,
+            "stale",
+            None,
+            f"no row; the aggregate is at version {last} >= {version} (skipped as stale)",
+            {"last_applied_version": last},
+        )
+    return Finding(consumer, "not seen", None, "no row yet: not consumed, or still in flight")
+
+
+def _moment(value: Any) -> datetime | None:
+    """A stored timestamp as an aware UTC datetime (SQLite and MySQL keep no zone, and
+    ``failed_event`` is read untyped, so it may come back as text)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        return None
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)

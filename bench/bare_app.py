@@ -1,0 +1,71 @@
+"""The ceiling: a faust app whose one agent takes the order topic's events and does nothing.
+
+``python -m faust -A bench.bare_app worker`` with the framework worker's
+environment (``BROKER_URL``, ``ORDER_TOPIC``, ``APP_ID``, ``BATCH_SIZE``,
+``BATCH_WAIT_SECONDS``, ``BROKER_SESSION_TIMEOUT_SECONDS``). Its consumer
+settings mirror the framework's (``app.runtime.faust_app``), and it takes the
+events the same way, ``take_events(BATCH_SIZE, within=BATCH_WAIT_SECONDS)``,
+so the difference to the framework is what the framework does with a batch.
+``BARE_ITERATION=each`` iterates event by event instead. With
+``BARE_LATENCY_FILE`` set (the bench's latency run) it appends each event's
+age, now minus its Kafka record timestamp, to that file: the floor under the
+framework's latency.
+
+It keeps faust's data directory in its working directory (faust's default).
+The bench reads progress from faust's own monitor (``APP_WEB_STATS_ENABLED``),
+exactly as it does for the framework worker.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import faust
+
+_app_id = os.environ.get("APP_ID", "bench-bare")
+_session_timeout = float(os.environ.get("BROKER_SESSION_TIMEOUT_SECONDS", "10"))
+_batch_size = int(os.environ.get("BATCH_SIZE", "500"))
+_batch_wait = float(os.environ.get("BATCH_WAIT_SECONDS", "0.1"))
+_each = os.environ.get("BARE_ITERATION", "batch") == "each"
+_latency_path = os.environ.get("BARE_LATENCY_FILE")
+_latency_file = open(_latency_path, "a", encoding="ascii") if _latency_path else None
+
+app = faust.App(
+    _app_id,
+    broker=os.environ.get("BROKER_URL", "kafka://localhost:9092"),
+    broker_session_timeout=_session_timeout,
+    broker_heartbeat_interval=min(3.0, _session_timeout / 3),
+    consumer_auto_offset_reset="earliest",
+    store="memory://",
+    web_enabled=True,
+)
+topic = app.topic(
+    os.environ.get("ORDER_TOPIC", "order-event-topic"),
+    key_serializer="raw",
+    value_serializer="raw",
+)
+
+
+@app.agent(topic, name="bare")
+async def bare(stream: Any) -> None:
+    """Take every event and drop it; faust acks each batch when the body returns."""
+    if _each:
+        async for event in stream.events():
+            _note_latency([event])
+        return
+    async for events in stream.take_events(_batch_size, within=_batch_wait):
+        _note_latency(events)
+
+
+def _note_latency(events: list[Any]) -> None:
+    """Append each event's age (now minus its record timestamp) to ``BARE_LATENCY_FILE``.
+
+    Only the bench's latency run sets the variable; the throughput run does nothing here.
+    """
+    if _latency_file is None:
+        return
+    now = time.time()
+    _latency_file.write("".join(f"{now - e.message.timestamp:.6f}\n" for e in events))
+    _latency_file.flush()

@@ -1,0 +1,61 @@
+"""What one benchmark run measures, on how many events: the knobs of ``python -m bench``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from bench.workload import orders_for
+
+
+class Scenario(StrEnum):
+    """The rows of the result table, in the order they run."""
+
+    BARE = "bare"  # a faust agent that takes the events and does nothing: the ceiling
+    ONE = "one"  # the framework, points-service only
+    THREE = "three"  # the framework, the three example consumers
+    STORM = "storm"  # the topic again, every event a duplicate, no Redis
+    STORM_REDIS = "storm-redis"  # the same with the Redis prefilter: a filling pass, a warm pass
+
+    @classmethod
+    def parse(cls, text: str) -> tuple[Scenario, ...]:
+        """``"bare,one"`` -> the scenarios, in run order; a storm needs ``three`` first."""
+        names = {name.strip() for name in text.split(",") if name.strip()}
+        unknown = names - {s.value for s in cls}
+        if unknown:
+            known = ", ".join(s.value for s in cls)
+            raise ValueError(f"unknown scenario(s) {', '.join(sorted(unknown))}; known: {known}")
+        chosen = {cls(name) for name in names}
+        if chosen & {cls.STORM, cls.STORM_REDIS}:
+            chosen.add(cls.THREE)  # the storm redelivers what ``three`` applied, into its database
+        return tuple(s for s in cls if s in chosen)
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """One benchmark run; ``smoke`` runs the same code on a small workload, for correctness."""
+
+    events_approx: int = 100_000
+    orders: int | None = None  # overrides events_approx
+    batch_size: int = 500
+    batch_wait: float = 0.1
+    partitions: int = 8
+    database_url: str | None = None  # None: a fresh PostgreSQL database, dropped at the end
+    postgres_server: str = "postgresql://postgres@127.0.0.1:5432"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    json_out: str = "bench-results.json"
+    scenarios: tuple[Scenario, ...] = tuple(Scenario)
+    latency: bool = True
+    latency_seconds: float = 15.0
+    latency_load: float = 0.5  # offered load, as a share of the scenario's measured maximum
+    smoke: bool = False
+
+    @property
+    def order_count(self) -> int:
+        """Orders to generate: ``orders`` if given, else enough for about ``events_approx``."""
+        return self.orders if self.orders is not None else orders_for(self.events_approx)
+
+
+def smoke_options(options: BenchOptions) -> BenchOptions:
+    """``options`` shrunk to a quick correctness run (about 1,500 events, 3 s of paced load)."""
+    return replace(options, events_approx=1_500, orders=None, latency_seconds=3.0, smoke=True)

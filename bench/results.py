@@ -1,0 +1,97 @@
+"""One row of the result table, and the JSON file the rows are written to."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+METHOD = {
+    "events": "Kafka records consumed from the topic's start, duplicate sends included.",
+    "events_per_s": (
+        "events / window; the window opens when faust's monitor (polled every 50 ms on the "
+        "worker's web port) first shows an event taken by the agent, i.e. after the group "
+        "join, and closes when it shows the last event acknowledged. The framework acks a "
+        "batch only after its database commit, so the window ends at the last commit."
+    ),
+    "latency": (
+        "A separate run per row on a fresh topic (and emptied tables), produced at a paced "
+        "rate of half the row's events/s. Framework: per (consumer, event), "
+        "consumed_event.applied_at (taken when the row is built, just before the commit) "
+        "minus the wall-clock time the bench handed the event to its producer (linger 5 ms). "
+        "Bare agent: each record's age (now minus its Kafka timestamp) when the agent takes "
+        "it: the transport's floor, far from zero here because faust fixes the consumer's "
+        "fetch_max_wait_ms at 1500 and the local Tansu broker holds fetches open. "
+        "Nearest-rank p50/p99."
+    ),
+    "tx_per_1k": (
+        "pg_stat_database.xact_commit of the bench database, before the worker started "
+        "and after it stopped (its backends gone), per 1,000 events."
+    ),
+    "load_average": (
+        "The machine's 1-minute load average as the window closed: above the CPU count, "
+        "something else competed for the CPUs and the figures are pessimistic."
+    ),
+    "peak_rss_mb": "VmHWM of the worker process (/proc/<pid>/status), read before stopping it.",
+    "correct": (
+        "Framework rows: every balance, stock level, notification count and consumed_event "
+        "count equals what the workload means (app.demo.verdict.compare). Bare: every event "
+        "was acknowledged."
+    ),
+}
+
+
+@dataclass
+class Row:
+    """A scenario's figures; ``None`` where a figure does not apply or was not measured."""
+
+    name: str
+    label: str
+    events: int
+    seconds: float
+    events_per_s: float
+    correct: bool
+    detail: str = ""
+    ratio_to_bare: float | None = None
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    latency_rate: float | None = None
+    latency_events: int | None = None
+    tx_per_1k: float | None = None
+    peak_rss_mb: float | None = None
+    applied_at_span_s: float | None = None
+    load_average: float | None = None
+
+
+def with_ratios(rows: list[Row]) -> list[Row]:
+    """Fill every row's ``ratio_to_bare`` from the bare row, if there is one."""
+    bare = next((r for r in rows if r.name == "bare"), None)
+    for row in rows:
+        if bare is not None and bare.events_per_s > 0:
+            row.ratio_to_bare = row.events_per_s / bare.events_per_s
+    return rows
+
+
+def write_json(
+    path: Path, rows: list[Row], workload: dict[str, Any], settings: dict[str, Any], smoke: bool
+) -> None:
+    """Write the run as JSON: what ran on what, how it was measured, and every row."""
+    document = {
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "smoke": smoke,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "workload": workload,
+        "settings": settings,
+        "method": METHOD,
+        "correct": all(row.correct for row in rows),
+        "scenarios": [asdict(row) for row in rows],
+    }
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

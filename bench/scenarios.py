@@ -1,0 +1,129 @@
+"""The throughput scenarios: the bare agent, the framework, and the redelivery storm.
+
+Each consumes the whole main topic from its start with a consumer group of
+its own. The framework scenarios start from emptied tables, except the storms:
+they run on what ``three`` left, so every event is one the consumers already
+applied, and they must leave it exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from app.demo.expected import CONSUMERS, Expected
+from app.demo.progress import read_state
+from app.demo.verdict import Verdict, compare
+from bench.results import Row
+from bench.session import Measured, Session
+from bench.worker import worker_env
+
+MISMATCHES_IN_DETAIL = 5
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A framework configuration: which handler modules, so which consumers."""
+
+    name: str
+    label: str
+    handler_modules: str
+    consumers: tuple[str, ...]
+
+
+ONE = Framework("one", "framework, 1 consumer", "bench.one_consumer", ("points-service",))
+THREE = Framework("three", "framework, 3 consumers", "handlers", CONSUMERS)
+
+
+async def bare(session: Session) -> Row:
+    """The ceiling: faust delivering the events to an agent that does nothing with them."""
+    env = worker_env(session.config, app_id=session.app_id("bare"))
+    worker = session.worker("bare", env, app_module="bench.bare_app")
+    measured = await session.measure(worker, session.messages, count_transactions=False)
+    return _row("bare", "bare faust agent", measured, True, "every event acknowledged")
+
+
+async def framework(session: Session, setup: Framework) -> Row:
+    """The framework with ``setup``'s consumers, from empty tables; its result is checked."""
+    await session.database.empty()
+    env = worker_env(
+        session.config,
+        app_id=session.app_id(setup.name),
+        database_url=session.database.sqlalchemy_url,
+        handler_modules=setup.handler_modules,
+    )
+    measured = await session.measure(
+        session.worker(setup.name, env), session.messages, count_transactions=True
+    )
+    verdict = await check(session, session.workload.expected, setup.consumers)
+    row = _row(setup.name, setup.label, measured, verdict.ok, describe(verdict))
+    row.applied_at_span_s = await applied_at_span(session)
+    return row
+
+
+async def storm(session: Session, name: str, label: str, redis_url: str = "") -> Row:
+    """The whole topic again, for a new consumer group, into the database ``three`` filled."""
+    env = worker_env(
+        session.config,
+        app_id=session.app_id(name),
+        database_url=session.database.sqlalchemy_url,
+        handler_modules=THREE.handler_modules,
+        redis_url=redis_url,
+    )
+    measured = await session.measure(
+        session.worker(name, env), session.messages, count_transactions=True
+    )
+    verdict = await check(session, session.workload.expected, THREE.consumers)
+    return _row(name, label, measured, verdict.ok, describe(verdict))
+
+
+async def check(session: Session, expected: Expected, consumers: Sequence[str]) -> Verdict:
+    """The database against ``expected``, for the consumers that ran."""
+    state = await read_state(session.database.sqlalchemy_url)
+    return compare(only(expected, consumers), state, consumers)
+
+
+def only(expected: Expected, consumers: Sequence[str]) -> Expected:
+    """``expected`` with the tables of consumers that did not run expected empty."""
+    if "points-service" not in consumers:
+        expected = replace(expected, points={})
+    if "inventory-service" not in consumers:
+        expected = replace(expected, reserved={})
+    if "notification-service" not in consumers:
+        expected = replace(expected, notifications=0)
+    return expected
+
+
+def describe(verdict: Verdict) -> str:
+    """One line: what was checked, or the first mismatches."""
+    if verdict.ok:
+        return f"{verdict.balances:,} balances, {verdict.stock_levels:,} stock levels match"
+    shown = "; ".join(
+        f"{m.what} {m.key}: expected {m.expected:,}, found {m.actual:,}"
+        for m in verdict.mismatches[:MISMATCHES_IN_DETAIL]
+    )
+    return f"MISMATCH in {len(verdict.mismatches):,} values: {shown}"
+
+
+async def applied_at_span(session: Session) -> float | None:
+    """Seconds from the first to the last ``applied_at``: a database-side cross-check."""
+    stamps = [applied for _, _, applied in await session.database.applied_at()]
+    if not stamps:
+        return None
+    return (max(stamps) - min(stamps)).total_seconds()
+
+
+def _row(name: str, label: str, measured: Measured, correct: bool, detail: str) -> Row:
+    window = measured.window
+    return Row(
+        name=name,
+        label=label,
+        events=window.events,
+        seconds=window.seconds,
+        events_per_s=window.per_second,
+        correct=correct,
+        detail=detail,
+        tx_per_1k=measured.tx_per_1k,
+        peak_rss_mb=measured.peak_rss_mb,
+        load_average=measured.load_average,
+    )

@@ -1,0 +1,56 @@
+"""Print the rows as one rich table, followed by how each column was measured."""
+
+from __future__ import annotations
+
+import os
+
+from rich.console import Console
+from rich.table import Table
+
+from bench.results import METHOD, Row
+
+DASH = "—"
+
+
+def print_table(console: Console, rows: list[Row], title: str) -> None:
+    """The result table, then a line per row that is not correct, then the method."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("scenario")
+    for header in ("events", "events/s", "x bare", "p50 ms", "p99 ms", "tx / 1k ev", "RSS MB"):
+        table.add_column(header, justify="right")
+    table.add_column("correct")
+    for row in rows:
+        table.add_row(
+            row.label,
+            f"{row.events:,}",
+            f"{row.events_per_s:,.0f}",
+            _num(row.ratio_to_bare, "{:.2f}"),
+            _num(row.p50_ms, "{:,.0f}"),
+            _num(row.p99_ms, "{:,.0f}"),
+            _num(row.tx_per_1k, "{:,.1f}"),
+            _num(row.peak_rss_mb, "{:,.0f}"),
+            "[green]yes[/]" if row.correct else "[bold red]NO[/]",
+        )
+    console.print(table)
+    for row in rows:
+        if not row.correct:
+            console.print(f"[bold red]✘ {row.label}:[/] {row.detail}")
+    busiest = max((r.load_average or 0.0 for r in rows), default=0.0)
+    cpus = os.cpu_count() or 1
+    if busiest > cpus:
+        console.print(
+            f"[yellow]the machine was busy: 1-minute load average up to {busiest:.1f} on "
+            f"{cpus} CPUs during a measurement; these figures are pessimistic[/]"
+        )
+    latency = next((r for r in rows if r.latency_rate is not None), None)
+    if latency is not None:
+        console.print(
+            "[dim]p50/p99: at an offered load of half the row's events/s "
+            f"(e.g. {latency.latency_rate:,.0f} events/s for {latency.label})[/]"
+        )
+    for column, how in METHOD.items():
+        console.print(f"[dim]{column}: {how}[/]")
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return DASH if value is None else fmt.format(value)

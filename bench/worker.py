@@ -1,0 +1,79 @@
+"""A worker process for one scenario: the framework (``-A app``) or the bare agent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.demo.worker import WorkerProcess
+
+SESSION_TIMEOUT_SECONDS = 6  # Tansu holds a group join for half of it: a quick first assignment
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What every scenario's worker shares: the broker, the topic and the batching."""
+
+    broker_url: str
+    topic: str
+    partitions: int
+    batch_size: int
+    batch_wait: float
+
+
+def worker_env(
+    config: WorkerConfig,
+    *,
+    app_id: str,
+    database_url: str = "",
+    handler_modules: str = "handlers",
+    redis_url: str = "",
+) -> dict[str, str]:
+    """The environment of a worker consuming ``config.topic`` from its start as group ``app_id``.
+
+    ``REDIS_URL`` is always set, empty meaning "off", so that a ``REDIS_URL`` in the
+    caller's own environment cannot switch the prefilter on behind our back.
+    The schema is migrated once by the bench, not by each worker, so that no
+    migration transaction lands in a scenario's count.
+    """
+    return {
+        "BROKER_URL": config.broker_url,
+        "ORDER_TOPIC": config.topic,
+        "ORDER_TOPIC_PARTITIONS": str(config.partitions),
+        "APP_ID": app_id,
+        "DATABASE_URL": database_url,
+        "HANDLER_MODULES": handler_modules,
+        "REDIS_URL": redis_url,
+        "BATCH_SIZE": str(config.batch_size),
+        "BATCH_WAIT_SECONDS": str(config.batch_wait),
+        "BROKER_SESSION_TIMEOUT_SECONDS": str(SESSION_TIMEOUT_SECONDS),
+        "MIGRATE_ON_START": "false",
+        # faust's monitor at http://127.0.0.1:<web port>/ is how the bench follows progress.
+        "APP_WEB_STATS_ENABLED": "true",
+    }
+
+
+@dataclass
+class BenchWorker(WorkerProcess):
+    """``WorkerProcess`` for any faust app module, with its peak memory."""
+
+    app_module: str = "app"
+
+    @property
+    def command(self) -> list[str]:
+        """``python -m faust -A <app_module> worker ...``."""
+        command = super().command
+        command[command.index("-A") + 1] = self.app_module
+        return command
+
+    def peak_rss_mb(self) -> float | None:
+        """The process's peak resident set (``VmHWM``) in MiB, or None once it has exited."""
+        if self._process is None:
+            return None
+        try:
+            with open(f"/proc/{self._process.pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024  # the kernel reports kB
+        except OSError:
+            return None
+        return None

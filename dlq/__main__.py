@@ -1,0 +1,5 @@
+"""``python -m dlq``: see ``dlq.cli``."""
+
+from dlq.cli import main
+
+main()

@@ -1,0 +1,176 @@
+"""Replay and skip: decide which selected records to publish (pure), then publish them.
+
+Neither is harmful twice: a replayed event carries its original bytes and
+eventId, so a consumer that applied it already sees a duplicate; a skip of
+an event its consumer took already is a duplicate too. The plan still leaves
+alone what needs no action, so that an operator's "replay all" does only
+what is needed:
+
+- ``resolved`` / ``skipped`` rows (settled) and ``retrying`` rows (a replay is
+  already on its way) unless ``--force``;
+- older DLT copies of a record that died again after a replay: only the
+  newest copy is published (it carries the right replay count);
+- for ``skip``, poison records: no consumer can take their version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from dlq.dead import SETTLED, FailureKey, FailureState, FailureStatus
+from dlq.records import OutRecord, replay_record
+from dlq.selection import Entry, split_copies
+
+IN_FLIGHT = frozenset({FailureStatus.RETRYING})
+
+
+class Action(StrEnum):
+    """What an operator does with a dead record, and the status it leaves behind."""
+
+    REPLAY = "replay"
+    SKIP = "skip"
+
+    @property
+    def status(self) -> FailureStatus:
+        """The ``failed_event.status`` written when the record is published."""
+        return FailureStatus.REPLAYED if self is Action.REPLAY else FailureStatus.SKIP_REQUESTED
+
+    @property
+    def past(self) -> str:
+        """``replayed`` / ``skipped``, for messages."""
+        return "replayed" if self is Action.REPLAY else "skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The selected records, sorted into what is published and what is left alone, and why."""
+
+    act: list[Entry]
+    left_alone: list[Entry]
+    older_copies: list[Entry]
+    refused: list[Entry]
+
+    @property
+    def selected(self) -> int:
+        """How many records the selection matched."""
+        return len(self.act) + len(self.left_alone) + len(self.older_copies) + len(self.refused)
+
+
+def plan(entries: Sequence[Entry], action: Action, force: bool = False) -> Plan:
+    """Which of ``entries`` to publish: newest copy per failure, in original-topic order."""
+    newest, older = split_copies(entries)
+    act: list[Entry] = []
+    left: list[Entry] = []
+    refused: list[Entry] = []
+    for entry in newest:
+        if action is Action.SKIP and entry.dead.is_poison:
+            refused.append(entry)
+        elif not force and entry.status in SETTLED | IN_FLIGHT:
+            left.append(entry)
+        else:
+            act.append(entry)
+    act.sort(key=_original_order)
+    return Plan(act, left, older, refused)
+
+
+def _original_order(entry: Entry) -> tuple[str, int, int, str]:
+    dead = entry.dead
+    return (
+        dead.original_topic,
+        dead.original_partition if dead.original_partition is not None else -1,
+        dead.original_offset if dead.original_offset is not None else -1,
+        dead.consumer or "",
+    )
+
+
+class Sender(Protocol):
+    """Publishes one record and returns its (partition, offset) once acknowledged."""
+
+    async def send(self, record: OutRecord, partition: int | None) -> tuple[int, int]:
+        """Send ``record``."""
+        ...
+
+
+class Decisions(Protocol):
+    """Records an operator's decision on a ``failed_event`` row (see ``dlq.status``)."""
+
+    async def decide(
+        self, key: FailureKey, seen: FailureState, status: str, by: str, note: str | None
+    ) -> bool:
+        """Compare-and-set the row's status and decision."""
+        ...
+
+    async def undo(self, key: FailureKey, seen: FailureState, status: str) -> bool:
+        """Put ``seen`` back."""
+        ...
+
+
+@dataclass
+class Summary:
+    """What ``--execute`` did."""
+
+    done: list[tuple[Entry, tuple[int, int]]] = field(default_factory=list)
+    errors: list[tuple[Entry, str]] = field(default_factory=list)
+
+
+Report = Callable[[Entry, tuple[int, int] | None, str | None], None]
+
+
+@dataclass
+class Executor:
+    """Publishes a plan's records, at most ``rate`` per second, deciding each one first."""
+
+    action: Action
+    sender: Sender
+    decisions: Decisions
+    by: str
+    note: str | None = None
+    rate: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    async def run(self, entries: Sequence[Entry], report: Report) -> Summary:
+        """Decide and publish each of ``entries`` in order; ``report`` hears of each one."""
+        summary = Summary()
+        start = self.clock()
+        for index, entry in enumerate(entries):
+            if self.rate:
+                wait = start + index / self.rate - self.clock()
+                if wait > 0:
+                    await self.sleep(wait)
+            try:
+                sent = await self._one(entry)
+            except _NotDone as exc:
+                summary.errors.append((entry, str(exc)))
+                report(entry, None, str(exc))
+            else:
+                summary.done.append((entry, sent))
+                report(entry, sent, None)
+        return summary
+
+    async def _one(self, entry: Entry) -> tuple[int, int]:
+        dead, status = entry.dead, self.action.status
+        # No row: published all the same, the DLT is the truth. A settled row (forced) keeps
+        # its status and decision: its consumer took the event, the replay is a duplicate.
+        unchanged = entry.status == FailureStatus.UNKNOWN or entry.status in SETTLED
+        key = None if unchanged else dead.failure_key
+        if key is not None and not await self.decisions.decide(
+            key, entry.state, status, self.by, self.note
+        ):
+            raise _NotDone(f"its status changed from {entry.status} meanwhile; list it again")
+        out = replay_record(dead.record, skip=self.action is Action.SKIP)
+        try:
+            return await self.sender.send(out, dead.original_partition)
+        except Exception as exc:  # this record failed; the run goes on with the next
+            if key is not None:
+                await self.decisions.undo(key, entry.state, status)
+            raise _NotDone(f"publishing to {out.topic} failed: {exc!r}") from exc
+
+
+class _NotDone(Exception):
+    """One record could not be acted on; the others go on."""

@@ -1,0 +1,286 @@
+"""``python -m dlq``: list, show, replay and skip the records of a dead-letter topic.
+
+Settings come from the environment, as for a worker: ``BROKER_URL``,
+``DATABASE_URL`` and ``ORDER_TOPIC`` (``--topic`` names another base topic).
+``replay`` and ``skip`` only print what they would do unless given
+``--execute``. Exit codes: 0 done, 1 nothing matched, 2 a usage error, an
+unreachable broker or database, or a record that could not be acted on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import logging
+import os
+import sys
+from collections.abc import Coroutine
+from datetime import UTC, datetime
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from app.settings import Settings
+from dlq import render
+from dlq.actions import Action
+from dlq.commands import Decision, Target, act, list_entries, one_entry
+from dlq.dead import FailureStatus
+from dlq.errors import CommandError, NothingMatched
+from dlq.selection import Selection, parse_moment, parse_position
+from dlq.topics import DLT_SUFFIX, dlt_topic
+
+T = TypeVar("T")
+
+cli = typer.Typer(
+    help="Inspect the dead-letter topic and bring its records back (replay) or give up on "
+    "them (skip).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+# Piped output is not cut to 80 columns: event and aggregate ids are long, and grep-able.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 220)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _positions(values: list[str] | None) -> list[str]:
+    for value in values or []:
+        try:
+            parse_position(value)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return values or []
+
+
+def _moment(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            parse_moment(value, datetime.now(UTC))
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return value
+
+
+def _statuses(values: list[str] | None) -> list[str]:
+    known = {status.value for status in FailureStatus}
+    for value in values or []:
+        if value not in known:
+            raise typer.BadParameter(f"{value!r} is none of {', '.join(sorted(known))}")
+    return values or []
+
+
+Positions = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="DLT records as <partition>:<offset> (the DLT column of list).",
+        callback=_positions,
+        show_default=False,
+    ),
+]
+Topic = Annotated[
+    str | None,
+    typer.Option(help="Base topic whose dead-letter topic to use (default: $ORDER_TOPIC)."),
+]
+EventId = Annotated[str | None, typer.Option("--event-id", help="Only this eventId.")]
+Consumer = Annotated[str | None, typer.Option(help="Only records dead for this consumer group.")]
+Reason = Annotated[
+    str | None, typer.Option(help="Only this dlt-reason (retries-exhausted, undecodable, ...).")
+]
+Since = Annotated[
+    str | None,
+    typer.Option(
+        help="Last failure at or after: ISO-8601 (naive = UTC) or an age (30m, 2h, 1d).",
+        callback=_moment,
+    ),
+]
+Until = Annotated[
+    str | None,
+    typer.Option(help="Last failure at or before (same forms as --since).", callback=_moment),
+]
+Status = Annotated[
+    list[str] | None,
+    typer.Option(help="Only records in this status (repeatable): dead, replayed, ...",
+                 callback=_statuses),
+]
+Limit = Annotated[int | None, typer.Option(min=1, help="At most this many (oldest first).")]
+Timeout = Annotated[
+    float, typer.Option(min=1, help="Give up reading the dead-letter topic after these seconds.")
+]
+Execute = Annotated[bool, typer.Option("--execute", help="Publish (default: a dry run).")]
+Force = Annotated[
+    bool, typer.Option("--force", help="Also act on resolved, skipped and retrying records.")
+]
+Everything = Annotated[
+    bool, typer.Option("--all", help="Allow --execute on every record of the dead-letter topic.")
+]
+Rate = Annotated[float | None, typer.Option(min=0.01, help="At most this many records/s.")]
+By = Annotated[str | None, typer.Option(help="Who decides (default: $USER).")]
+
+
+@cli.command("list")
+def list_(
+    topic: Topic = None,
+    event_id: EventId = None,
+    consumer: Consumer = None,
+    reason: Reason = None,
+    since: Since = None,
+    until: Until = None,
+    status: Status = None,
+    limit: Limit = None,
+    timeout: Timeout = 60.0,
+    json: Annotated[bool, typer.Option("--json", help="JSON rows instead of a table.")] = False,
+) -> None:
+    """List the dead-letter records with their status, oldest failure first."""
+    selection = _selection(None, event_id, consumer, reason, since, until, status, limit)
+    target = _target(topic, timeout)
+    entries = _run(list_entries(target, selection), json)
+    if json:
+        typer.echo(render.rows_json(entries))
+    else:
+        out.print(render.table(entries, title=f"{target.dlt}: {len(entries)} record(s)"))
+
+
+@cli.command()
+def show(
+    position: Annotated[
+        str | None, typer.Argument(help="<partition>:<offset> in the DLT.", show_default=False)
+    ] = None,
+    event_id: EventId = None,
+    consumer: Consumer = None,
+    topic: Topic = None,
+    timeout: Timeout = 60.0,
+) -> None:
+    """Show one record in full: status, every header, key and payload."""
+    if (position is None) == (event_id is None):
+        raise typer.BadParameter("name the record by <partition>:<offset> or by --event-id")
+    where = parse_position(_positions([position])[0]) if position else None
+    entry = _run(one_entry(_target(topic, timeout), where, event_id, consumer))
+    out.print(render.show(entry))
+
+
+@cli.command()
+def replay(
+    positions: Positions = None,
+    event_id: EventId = None,
+    consumer: Consumer = None,
+    reason: Reason = None,
+    since: Since = None,
+    until: Until = None,
+    status: Status = None,
+    limit: Limit = None,
+    execute: Execute = False,
+    force: Force = False,
+    everything: Everything = False,
+    rate: Rate = None,
+    by: By = None,
+    reason_note: Annotated[
+        str | None, typer.Option("--reason-note", help="Why (kept as decision_note).")
+    ] = None,
+    topic: Topic = None,
+    timeout: Timeout = 60.0,
+) -> None:
+    """Publish dead records back to their original topic, for the consumer that failed them."""
+    selection = _selection(positions, event_id, consumer, reason, since, until, status, limit)
+    decision = Decision(Action.REPLAY, execute, force, everything, rate, _by(by), reason_note)
+    raise typer.Exit(_run(act(_target(topic, timeout), selection, decision, out)))
+
+
+@cli.command()
+def skip(
+    positions: Positions = None,
+    event_id: EventId = None,
+    consumer: Consumer = None,
+    reason: Reason = None,
+    since: Since = None,
+    until: Until = None,
+    status: Status = None,
+    limit: Limit = None,
+    execute: Execute = False,
+    force: Force = False,
+    everything: Everything = False,
+    rate: Rate = None,
+    by: By = None,
+    why: Annotated[str | None, typer.Option(help="Why (kept as decision_note).")] = None,
+    topic: Topic = None,
+    timeout: Timeout = 60.0,
+) -> None:
+    """Give up on dead events: their consumer takes the version without running the handler.
+
+    The aggregate's later events, parked behind the dead one, then apply.
+    """
+    selection = _selection(positions, event_id, consumer, reason, since, until, status, limit)
+    decision = Decision(Action.SKIP, execute, force, everything, rate, _by(by), why)
+    raise typer.Exit(_run(act(_target(topic, timeout), selection, decision, out)))
+
+
+def _selection(
+    positions: list[str] | None,
+    event_id: str | None,
+    consumer: str | None,
+    reason: str | None,
+    since: str | None,
+    until: str | None,
+    statuses: list[str] | None,
+    limit: int | None,
+) -> Selection:
+    now = datetime.now(UTC)
+    return Selection(
+        positions=frozenset(parse_position(p) for p in positions or []),
+        event_id=event_id,
+        consumer=consumer,
+        reason=reason,
+        since=parse_moment(since, now) if since else None,
+        until=parse_moment(until, now) if until else None,
+        statuses=frozenset(statuses or []),
+        limit=limit,
+    )
+
+
+def _target(topic: str | None, timeout: float) -> Target:
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}"
+                             for e in exc.errors())
+        _fail(CommandError(f"bad settings in the environment: {problems}"))
+    base = topic or settings.order_topic
+    dlt = base if base.endswith(DLT_SUFFIX) else dlt_topic(base)
+    return Target(settings.broker_url, settings.database_url, dlt, timeout)
+
+
+def _by(by: str | None) -> str:
+    if by:
+        return by
+    try:
+        return os.environ.get("USER") or getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"
+
+
+def _run(work: Coroutine[Any, Any, T], json: bool = False) -> T:
+    try:
+        return asyncio.run(work)
+    except NothingMatched as exc:
+        if json:
+            typer.echo("[]")  # still a JSON document for whoever parses stdout
+        _fail(exc)
+    except CommandError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+def _fail(exc: CommandError) -> NoReturn:
+    err.print(f"[red]error:[/] {exc}" if exc.exit_code > 1 else str(exc))
+    raise typer.Exit(exc.exit_code)
+
+
+def main() -> None:
+    """Entry point of ``python -m dlq``."""
+    # aiokafka logs connection failures itself; the command says it once, in its own words.
+    logging.getLogger("aiokafka").addHandler(logging.NullHandler())
+    logging.getLogger("aiokafka").propagate = False
+    cli(prog_name="python -m dlq")

@@ -1,0 +1,189 @@
+"""What ``list``, ``show``, ``replay`` and ``skip`` do, once their arguments are parsed.
+
+Each reads the dead-letter topic first (nothing to do means no database
+needed), then joins the ``failed_event`` rows of the records it selected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from dlq import render
+from dlq.actions import Action, Executor, Plan, Report, Summary, plan
+from dlq.broker import read_at, read_topic, replayer
+from dlq.dead import DeadLetter
+from dlq.errors import CommandError, NothingMatched
+from dlq.selection import Entry, Selection, finish, prefilter
+from dlq.status import FailureStore, failure_store
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where the command reads and writes."""
+
+    broker_url: str
+    database_url: str
+    dlt: str
+    timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """How ``replay`` / ``skip`` act on their selection."""
+
+    action: Action
+    execute: bool
+    force: bool
+    everything: bool
+    rate: float | None
+    by: str
+    note: str | None
+
+
+async def list_entries(target: Target, selection: Selection) -> list[Entry]:
+    """The selected records with their status (``list``)."""
+    dead = await _read(target, selection)
+    async with failure_store(target.database_url) as store:
+        return await _join(store, dead, selection, target)
+
+
+async def one_entry(
+    target: Target, position: tuple[int, int] | None, event_id: str | None, consumer: str | None
+) -> Entry:
+    """The one record ``show`` names, by DLT position or by event id (and consumer)."""
+    if position is not None:
+        partition, offset = position
+        async with _reading(target):
+            record = await read_at(target.broker_url, target.dlt, partition, offset)
+        if record is None:
+            raise NothingMatched(f"no record at {partition}:{offset} in {target.dlt}")
+        dead = [DeadLetter.of(record)]
+        selection = Selection()
+    else:
+        selection = Selection(event_id=event_id, consumer=consumer)
+        dead = await _read(target, selection)
+    if len(dead) > 1:
+        where = ", ".join(d.position for d in dead)
+        raise CommandError(
+            f"{len(dead)} records match ({where}); name one by position or add --consumer"
+        )
+    async with failure_store(target.database_url) as store:
+        return (await _join(store, dead, selection, target))[0]
+
+
+async def act(target: Target, selection: Selection, decision: Decision, out: Console) -> int:
+    """``replay`` / ``skip``: print the plan; with ``--execute`` carry it out. The exit code."""
+    if decision.execute and not (selection.narrows or decision.everything):
+        raise CommandError(
+            f"--execute without a selection would {decision.action} all of {target.dlt}: "
+            "name records or filters, or add --all"
+        )
+    dead = await _read(target, selection)
+    async with failure_store(target.database_url) as store:
+        todo = plan(await _join(store, dead, selection, target), decision.action, decision.force)
+        _explain(todo, decision, target, out)
+        if todo.act and not decision.execute:
+            out.print(
+                f"dry run: would {decision.action} {len(todo.act)} of {todo.selected} selected, "
+                f"{_left_alone(todo)}; nothing published (add --execute)"
+            )
+            return 0
+        summary = Summary()
+        if todo.act:
+            async with replayer(target.broker_url) as sender:
+                executor = Executor(
+                    decision.action, sender, store, decision.by, decision.note, decision.rate
+                )
+                summary = await executor.run(todo.act, _reporter(decision.action, out))
+    out.print(
+        f"selected {todo.selected}: {decision.action.past} {len(summary.done)}, "
+        f"{_left_alone(todo)}, errors {len(summary.errors)}"
+    )
+    # Only refusals (skip of poison): the operator's request could not be done at all.
+    refused_only = todo.refused and not (todo.act or todo.left_alone or todo.older_copies)
+    return 2 if summary.errors or refused_only else 0
+
+
+async def _read(target: Target, selection: Selection) -> list[DeadLetter]:
+    async with _reading(target):
+        records = await read_topic(target.broker_url, target.dlt)
+    dead = prefilter(map(DeadLetter.of, records), selection)
+    if not dead:
+        raise NothingMatched(_nothing(target, selection, len(records)))
+    return dead
+
+
+async def _join(
+    store: FailureStore, dead: Sequence[DeadLetter], selection: Selection, target: Target
+) -> list[Entry]:
+    states = await store.states(d.failure_key for d in dead if d.failure_key is not None)
+    entries = finish(dead, states, selection)
+    if not entries:
+        raise NothingMatched(_nothing(target, selection, len(dead)))
+    return entries
+
+
+@asynccontextmanager
+async def _reading(target: Target) -> AsyncIterator[None]:
+    try:
+        async with asyncio.timeout(target.timeout):
+            yield
+    except TimeoutError:
+        raise CommandError(
+            f"reading {target.dlt} did not reach its end within {target.timeout:g} s; "
+            "raise --timeout"
+        ) from None
+
+
+def _nothing(target: Target, selection: Selection, read: int) -> str:
+    if not read:
+        return f"{target.dlt} is empty"
+    return f"no record of {target.dlt} matches {selection.describe()} ({read} read)"
+
+
+def _explain(todo: Plan, decision: Decision, target: Target, out: Console) -> None:
+    verb = decision.action.value
+    if todo.act:
+        title = f"to {verb}: {len(todo.act)} of {todo.selected} selected in {target.dlt}"
+        out.print(render.table(todo.act, title=title))
+    for entry in todo.left_alone:
+        out.print(f"left alone {entry.dead.position}: {entry.status} (--force to {verb} it)")
+    for entry in todo.older_copies:
+        out.print(f"left alone {entry.dead.position}: an older copy of a record selected too")
+    for entry in todo.refused:
+        out.print(
+            f"refused {entry.dead.position}: poison ({entry.dead.reason}) has no consumer "
+            "to skip it for; replay it once a deployment can read it"
+        )
+
+
+def _reporter(action: Action, out: Console) -> Report:
+    def report(entry: Entry, sent: tuple[int, int] | None, error: str | None) -> None:
+        dead = entry.dead
+        who = f"{dead.event_id or 'poison'} for {dead.consumer or 'every consumer'}"
+        if sent is None:
+            out.print(f"[red]error[/] {dead.position} ({who}): {error}")
+        else:
+            where = f"{dead.original_topic}[{sent[0]}]@{sent[1]}"
+            out.print(f"{action.past} {dead.position} ({who}) -> {where}")
+
+    return report
+
+
+def _left_alone(todo: Plan) -> str:
+    """``left alone 3 (resolved 2, older copy 1)``."""
+    why: dict[str, int] = {}
+    for entry in todo.left_alone:
+        why[entry.status] = why.get(entry.status, 0) + 1
+    if todo.older_copies:
+        why["older copy"] = len(todo.older_copies)
+    if todo.refused:
+        why["poison"] = len(todo.refused)
+    count = sum(why.values())
+    detail = ", ".join(f"{name} {n}" for name, n in why.items())
+    return f"left alone {count}" + (f" ({detail})" if detail else "")

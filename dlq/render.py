@@ -1,0 +1,163 @@
+"""How the DLQ command shows records: a rich table, JSON rows, one record in full. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from rich import box
+from rich.console import Group, RenderableType
+from rich.json import JSON
+from rich.table import Table
+from rich.text import Text
+
+from dlq.dead import DeadLetter, FailureStatus
+from dlq.selection import Entry, split_copies
+
+_STATUS_STYLE: dict[str, str] = {
+    FailureStatus.DEAD: "bold red",
+    FailureStatus.RETRYING: "cyan",
+    FailureStatus.REPLAYED: "yellow",
+    FailureStatus.SKIP_REQUESTED: "yellow",
+    FailureStatus.RESOLVED: "green",
+    FailureStatus.SKIPPED: "green",
+    FailureStatus.UNKNOWN: "dim",
+}
+
+
+def when(moment: datetime | None) -> str:
+    """``2024-05-01 10:00:03`` (UTC, to the second), or ``-``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
+
+
+def aggregate(dead: DeadLetter) -> str:
+    """``id@version`` (``id`` if unversioned, ``-`` if unknown, as for poison)."""
+    if dead.aggregate_id is None:
+        return "-"
+    version = dead.aggregate_version
+    return dead.aggregate_id if version is None else f"{dead.aggregate_id}@{version}"
+
+
+def table(entries: Sequence[Entry], title: str | None = None) -> Table:
+    """One row per record, named by its DLT ``partition:offset`` (what ``show`` takes)."""
+    grid = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+    for name in ("DLT", "event id", "type", "aggregate@version", "consumer", "reason"):
+        grid.add_column(name, overflow="fold", no_wrap=name in ("DLT", "type"))
+    grid.add_column("tries", justify="right", no_wrap=True)
+    grid.add_column("last failure (UTC)", no_wrap=True)
+    grid.add_column("status", no_wrap=True)
+    older = _older(entries)
+    for entry in entries:
+        dead = entry.dead
+        status = Text(entry.status, style=_STATUS_STYLE.get(entry.status, ""))
+        if id(entry) in older:
+            status.append(" (older copy)", style="dim")
+        grid.add_row(
+            dead.position,
+            dead.event_id or "-",
+            dead.event_type or "-",
+            aggregate(dead),
+            dead.consumer or "(poison)",
+            dead.reason or "-",
+            "-" if dead.attempts is None else str(dead.attempts),
+            when(dead.last_failure_at),
+            status,
+        )
+    return grid
+
+
+def row(entry: Entry, older_copy: bool = False) -> dict[str, Any]:
+    """A record as a flat JSON object (``list --json``): every dead-letter header, parsed.
+
+    ``older_copy``: a newer DLT record of the same failure exists (it died again after a
+    replay); ``replay`` and ``skip`` act on the newest copy only.
+    """
+    dead = entry.dead
+
+    def iso(moment: datetime | None) -> str | None:
+        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else None
+
+    return {
+        "position": dead.position,
+        "dlt_topic": dead.record.topic,
+        "dlt_partition": dead.record.partition,
+        "dlt_offset": dead.record.offset,
+        "original_topic": dead.original_topic or None,
+        "original_partition": dead.original_partition,
+        "original_offset": dead.original_offset,
+        "consumer": dead.consumer,
+        "reason": dead.reason or None,
+        "exception_type": dead.exception_type or None,
+        "exception_message": dead.exception_message or None,
+        "attempts": dead.attempts,
+        "first_failure_at": iso(dead.first_failure_at),
+        "last_failure_at": iso(dead.last_failure_at),
+        "event_id": dead.event_id,
+        "event_type": dead.event_type,
+        "aggregate_type": dead.aggregate_type,
+        "aggregate_id": dead.aggregate_id,
+        "aggregate_version": dead.aggregate_version,
+        "replay_count": dead.replay_count,
+        "status": entry.status,
+        "decided_by": entry.state.decided_by,
+        "decision_note": entry.state.decision_note,
+        "older_copy": older_copy,
+    }
+
+
+def rows_json(entries: Sequence[Entry]) -> str:
+    """``list --json``: an array of ``row``s, indented."""
+    older = _older(entries)
+    rows = [row(entry, id(entry) in older) for entry in entries]
+    return orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode()
+
+
+def _older(entries: Sequence[Entry]) -> set[int]:
+    return {id(entry) for entry in split_copies(entries)[1]}
+
+
+def show(entry: Entry) -> RenderableType:
+    """One record in full: where it is, its status, every header, its key and payload."""
+    record = entry.dead.record
+    headers = Table(show_header=False, box=None, padding=(0, 1))
+    headers.add_column(style="bold", no_wrap=True)
+    headers.add_column(overflow="fold")
+    for name, value in record.headers:
+        headers.add_row(name, readable(value))
+    status = entry.status
+    decision = [part for part in (entry.state.decided_by, entry.state.decision_note) if part]
+    return Group(
+        Text(f"{record.topic} {entry.dead.position}  key {readable(record.key)}", style="bold"),
+        Text.assemble(
+            "status ",
+            (status, _STATUS_STYLE.get(status, "")),
+            f"  ({', '.join(decision)})" if decision else "",
+        ),
+        Text("headers", style="bold underline"),
+        headers,
+        Text("payload", style="bold underline"),
+        payload(record.value),
+    )
+
+
+def readable(value: bytes | None) -> str:
+    """UTF-8 text as it is, other bytes as their ``repr``."""
+    if value is None:
+        return "(none)"
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return repr(value)
+
+
+def payload(value: bytes | None) -> RenderableType:
+    """Pretty JSON when the value is JSON, else the ``repr`` of its bytes."""
+    if value is None:
+        return Text("(none)")
+    try:
+        orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return Text(repr(value))
+    return JSON(value.decode("utf-8"))

@@ -1,0 +1,129 @@
+"""The DLQ command's side of ``failed_event``: read statuses, record an operator's decision.
+
+A decision is a compare-and-set on the status the command showed: if a
+worker (or another operator) changed the row since, the decision is not
+written and the record is not published. The command writes the decision
+before it publishes, so the worker's own update for the replayed record
+(``resolved``, ``skipped``, or ``retrying`` again) always comes after ours
+and is the one that stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, and_, inspect, select, tuple_, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.db.engine import create_engine
+from app.db.tables import failed_event
+from dlq.dead import FailureKey, FailureState
+from dlq.errors import DatabaseUnreachable
+
+CONNECT_TIMEOUT_SECONDS = 10.0
+# Four bound parameters per key: 200 keys stay under old SQLite's limit of 999.
+_KEYS_PER_SELECT = 200
+_UNREACHABLE = (SQLAlchemyError, OSError, TimeoutError)
+
+
+class FailureStore:
+    """Reads and writes the ``failed_event`` rows of dead-letter records."""
+
+    def __init__(self, engine: AsyncEngine, shown_url: str) -> None:
+        self._engine = engine
+        self._shown_url = shown_url
+
+    async def states(self, keys: Iterable[FailureKey]) -> dict[FailureKey, FailureState]:
+        """The status and decision of every row among ``keys`` (missing rows are absent)."""
+        t = failed_event
+        wanted = sorted(set(keys))
+        found: dict[FailureKey, FailureState] = {}
+        columns = (t.c.consumer_group, t.c.topic, t.c.partition, t.c.offset)
+        async with self._connected() as conn:
+            for start in range(0, len(wanted), _KEYS_PER_SELECT):
+                chunk = wanted[start : start + _KEYS_PER_SELECT]
+                query = select(*columns, t.c.status, t.c.decided_by, t.c.decision_note).where(
+                    tuple_(*columns).in_(chunk)
+                )
+                for group, topic, partition, offset, status, by, note in await conn.execute(query):
+                    found[(group, topic, partition, offset)] = FailureState(status, by, note)
+        return found
+
+    async def decide(
+        self, key: FailureKey, seen: FailureState, status: str, by: str, note: str | None
+    ) -> bool:
+        """Set ``status`` and the decision if the row still holds ``seen``; False if it moved on."""
+        return await self._set(key, seen.status, FailureState(status, by, note))
+
+    async def undo(self, key: FailureKey, seen: FailureState, status: str) -> bool:
+        """Put back ``seen`` where ``decide`` set ``status`` (the publish then failed)."""
+        return await self._set(key, status, seen)
+
+    async def _set(self, key: FailureKey, expected: str, new: FailureState) -> bool:
+        t = failed_event
+        group, topic, partition, offset = key
+        stmt = (
+            update(t)
+            .where(
+                and_(
+                    t.c.consumer_group == group,
+                    t.c.topic == topic,
+                    t.c.partition == partition,
+                    t.c.offset == offset,
+                    t.c.status == expected,
+                )
+            )
+            .values(status=new.status, decided_by=new.decided_by, decision_note=new.decision_note)
+        )
+        async with self._connected(begin=True) as conn:
+            result = cast(CursorResult[Any], await conn.execute(stmt))
+        return result.rowcount == 1
+
+    @asynccontextmanager
+    async def _connected(self, begin: bool = False) -> AsyncIterator[AsyncConnection]:
+        try:
+            async with self._engine.begin() if begin else self._engine.connect() as conn:
+                yield conn
+        except _UNREACHABLE as exc:
+            raise DatabaseUnreachable(f"database error at {self._shown_url}: {_why(exc)}") from None
+
+
+@asynccontextmanager
+async def failure_store(database_url: str) -> AsyncIterator[FailureStore]:
+    """A ``FailureStore`` on ``database_url``, once it answered and holds ``failed_event``."""
+    url = make_url(database_url)
+    shown = url.render_as_string(hide_password=True)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        # aiosqlite would create a missing file: an empty database that only confuses.
+        if not await asyncio.to_thread(Path(url.database).exists):
+            raise DatabaseUnreachable(f"cannot reach the database at {shown}: no such file")
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        await _check(engine, shown)
+        yield FailureStore(engine, shown)
+    finally:
+        await engine.dispose()
+
+
+async def _check(engine: AsyncEngine, shown: str) -> None:
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS), engine.connect() as conn:
+            present = await conn.run_sync(lambda sync: inspect(sync).has_table("failed_event"))
+    except _UNREACHABLE as exc:
+        raise DatabaseUnreachable(f"cannot reach the database at {shown}: {_why(exc)}") from None
+    if not present:
+        raise DatabaseUnreachable(
+            f"the database at {shown} has no failed_event table (is it the workers' database?)"
+        )
+
+
+def _why(exc: BaseException) -> str:
+    """The driver's own message, without SQLAlchemy's statement and link."""
+    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    return str(cause).strip() or f"no answer within {CONNECT_TIMEOUT_SECONDS:g} s"

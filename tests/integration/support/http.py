@@ -1,0 +1,56 @@
+"""Talk to a worker's web port: /metrics, /health, /ready."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import orjson
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.integration.support.waiting import eventually
+from tests.integration.support.workers import WorkerProcess
+
+REQUEST_TIMEOUT_SECONDS = 5
+
+
+async def get(worker: WorkerProcess, path: str) -> tuple[int, str]:
+    """``GET path`` on the worker's web port: status and body."""
+    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS)
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.get(f"http://127.0.0.1:{worker.web_port}{path}") as response,
+    ):
+        return response.status, await response.text()
+
+
+async def get_json(worker: WorkerProcess, path: str) -> tuple[int, Any]:
+    """``GET path``, body decoded from JSON."""
+    status, body = await get(worker, path)
+    return status, orjson.loads(body)
+
+
+async def metric_families(worker: WorkerProcess) -> list[Metric]:
+    """The parsed families of one scrape of ``/metrics``."""
+    status, body = await get(worker, "/metrics")
+    assert status == 200, body
+    return list(text_string_to_metric_families(body))
+
+
+async def ready(worker: WorkerProcess, within: float = 60) -> None:
+    """Wait until ``/ready`` answers 200 (database up, partitions assigned)."""
+    await readiness_is(worker, 200, within=within)
+
+
+async def readiness_is(worker: WorkerProcess, status: int, *, within: float) -> Any:
+    """Wait until ``/ready`` answers ``status``; returns its JSON body."""
+
+    async def probe() -> tuple[int, Any]:
+        return await get_json(worker, "/ready")
+
+    _, body = await eventually(
+        probe, lambda answer: answer[0] == status, what=f"/ready to answer {status}",
+        within=within, workers=[worker],
+    )
+    return body

