@@ -8,15 +8,18 @@ start with a consumer group of its own:
 - ``one`` / ``three``: the framework with points-service, then all three
   example consumers, each from empty tables, each checked against what the
   events mean (a fast wrong answer fails the run);
-- ``storm`` / ``storm-redis``: the topic redelivered to a new group over the
-  database ``three`` filled, so every event is a duplicate, without and with
-  the Redis prefilter;
-- latency: the ``one`` and ``three`` set-ups at half their measured maximum.
+- ``storm``: the topic redelivered to a new group over the database ``three``
+  filled, so every event is a duplicate;
+- ``storm-redis``: ``three`` again with the Redis prefilter on (which fills
+  it), then a storm by a new group (its prefilter namespace is cold) and one
+  by the same group (warm), see ``bench.scenarios``;
+- latency: the bare agent, ``one`` and ``three`` at half their measured maximum.
 
 Modules: ``options`` (knobs), ``workload``, ``worker`` (processes and their
 environment), ``monitor`` (progress from faust's monitor), ``database``,
-``session`` (measuring one worker), ``scenarios``, ``latency``, ``results``,
-``table``, ``run`` and ``cli``; ``bare_app`` and ``one_consumer`` are what the
+``session`` (measuring one worker), ``source`` (code fingerprint),
+``prefilter_keys``, ``scenarios``, ``latency``, ``results``, ``table``, ``run``
+and ``cli``; ``bare_app`` and ``one_consumer`` are what the
 workers load. ``--smoke`` runs it all on ~1.5k events and checks only
 correctness; the integration test ``test_bench_smoke`` runs that.
 """

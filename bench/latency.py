@@ -34,12 +34,12 @@ SLEEP_AT_LEAST_SECONDS = 0.002  # below this, send now rather than sleep
 
 @dataclass(frozen=True)
 class Latency:
-    """Percentiles in milliseconds over every (consumer, event) applied in the run."""
+    """Percentiles in milliseconds over every latency taken in the run (None: none taken)."""
 
     rate: float
     events: int
-    p50_ms: float
-    p99_ms: float
+    p50_ms: float | None
+    p99_ms: float | None
     correct: bool
     detail: str
 
@@ -49,13 +49,14 @@ class Latency:
     ) -> Latency:
         """The percentiles of ``seconds`` (one latency per applied event)."""
         ordered = sorted(seconds)
+        p50, p99 = percentile(ordered, 50), percentile(ordered, 99)
         return cls(
             rate,
             events,
-            percentile(ordered, 50) * 1000,
-            percentile(ordered, 99) * 1000,
-            correct,
-            detail,
+            None if p50 is None else p50 * 1000,
+            None if p99 is None else p99 * 1000,
+            correct and bool(ordered),
+            detail if ordered else f"no latency measured; {detail}",
         )
 
 
@@ -152,9 +153,9 @@ async def produce_paced(
     return sent_at
 
 
-def percentile(ordered: Sequence[float], q: float) -> float:
-    """The nearest-rank ``q``-th percentile of ``ordered`` (ascending); NaN when empty."""
+def percentile(ordered: Sequence[float], q: float) -> float | None:
+    """The nearest-rank ``q``-th percentile of ``ordered`` (ascending); None when empty."""
     if not ordered:
-        return math.nan
+        return None
     rank = max(1, math.ceil(q / 100 * len(ordered)))
     return ordered[rank - 1]

@@ -36,6 +36,10 @@ METHOD = {
         "The machine's 1-minute load average as the window closed: above the CPU count, "
         "something else competed for the CPUs and the figures are pessimistic."
     ),
+    "code": (
+        "A fingerprint of the framework's source when the row's worker started; rows with "
+        "different fingerprints ran different code and are flagged."
+    ),
     "peak_rss_mb": "VmHWM of the worker process (/proc/<pid>/status), read before stopping it.",
     "correct": (
         "Framework rows: every balance, stock level, notification count and consumed_event "
@@ -65,6 +69,7 @@ class Row:
     peak_rss_mb: float | None = None
     applied_at_span_s: float | None = None
     load_average: float | None = None
+    code: str | None = None
 
 
 def with_ratios(rows: list[Row]) -> list[Row]:

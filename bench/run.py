@@ -22,11 +22,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.demo.broker import LocalBroker
 from app.demo.produce import ensure_topic, produce
+from app.demo.workload import Workload
 from bench.database import BenchDatabase, DatabaseError
 from bench.latency import Latency, bare_latency, framework_latency
 from bench.options import BenchOptions, Scenario
+from bench.prefilter_keys import forget, require_redis
 from bench.results import Row, with_ratios, write_json
-from bench.scenarios import ONE, THREE, bare, framework, storm
+from bench.scenarios import ONE, THREE, THREE_REDIS, bare, framework, storm
 from bench.session import BenchError, Session
 from bench.table import print_table
 from bench.worker import WorkerConfig
@@ -40,9 +42,11 @@ async def run_bench(options: BenchOptions, console: Console) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="eo-bench-"))
     broker = LocalBroker(log_path=workdir / "broker.log")
     database: BenchDatabase | None = None
+    session: Session | None = None
+    redis = Scenario.STORM_REDIS in options.scenarios
     keep = True
     try:
-        if Scenario.STORM_REDIS in options.scenarios:
+        if redis:
             await require_redis(options.redis_url)
         with console.status("generating the workload"):
             workload = make_workload(options.order_count)
@@ -52,31 +56,7 @@ async def run_bench(options: BenchOptions, console: Console) -> int:
             database = BenchDatabase.existing(options.database_url)
         await database.migrate()
         broker.start()
-        tag = uuid.uuid4().hex[:8]
-        session = Session(
-            options=options,
-            broker=broker,
-            database=database,
-            workload=workload,
-            config=WorkerConfig(
-                broker_url=broker.url,
-                topic=f"bench-orders-{tag}",
-                partitions=options.partitions,
-                batch_size=options.batch_size,
-                batch_wait=options.batch_wait,
-            ),
-            workdir=workdir,
-            tag=tag,
-            console=console,
-        )
-        await ensure_topic(broker.bootstrap, session.config.topic, options.partitions)
-        started = time.monotonic()
-        await produce(broker.bootstrap, session.config.topic, workload.messages)
-        console.print(
-            f"produced {session.messages:,} events ({workload.distinct_events:,} distinct) "
-            f"onto {options.partitions} partitions in {time.monotonic() - started:.1f} s; "
-            f"database {database.name}, logs in {workdir}"
-        )
+        session = await open_session(options, console, broker, database, workload, workdir)
         rows = with_ratios(await run_scenarios(session))
         keep = not all(row.correct for row in rows)
     except EXPECTED_FAILURES as exc:
@@ -87,9 +67,60 @@ async def run_bench(options: BenchOptions, console: Console) -> int:
         broker.stop()
         if database is not None:
             await database.drop()
+        if redis and session is not None:
+            await forget(options.redis_url, session.prefilter_prefix)
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+    report(console, options, rows, workload)
+    if keep:
+        console.print(f"[bold red]✘ a result is wrong[/]; logs kept in {workdir}")
+        return 1
+    return 0
 
+
+async def open_session(
+    options: BenchOptions,
+    console: Console,
+    broker: LocalBroker,
+    database: BenchDatabase,
+    workload: Workload,
+    workdir: Path,
+) -> Session:
+    """Create the run's topic(s) and produce the workload onto each, once."""
+    tag = uuid.uuid4().hex[:8]
+    session = Session(
+        options=options,
+        broker=broker,
+        database=database,
+        workload=workload,
+        config=WorkerConfig(
+            broker_url=broker.url,
+            topic=f"bench-orders-{tag}",
+            partitions=options.partitions,
+            batch_size=options.batch_size,
+            batch_wait=options.batch_wait,
+        ),
+        workdir=workdir,
+        tag=tag,
+        console=console,
+    )
+    if Scenario.STORM_REDIS in options.scenarios:
+        session.redelivery_topic = f"{session.config.topic}-again"
+    for topic in filter(None, (session.config.topic, session.redelivery_topic)):
+        await ensure_topic(broker.bootstrap, topic, options.partitions)
+        started = time.monotonic()
+        await produce(broker.bootstrap, topic, workload.messages)
+        console.print(
+            f"produced {session.messages:,} events ({workload.distinct_events:,} distinct) "
+            f"onto {topic} ({options.partitions} partitions) in "
+            f"{time.monotonic() - started:.1f} s"
+        )
+    console.print(f"database {database.name}, logs in {workdir}")
+    return session
+
+
+def report(console: Console, options: BenchOptions, rows: list[Row], workload: Workload) -> None:
+    """Print the table and write the JSON file."""
     title = "effectively-once throughput" + (
         " (SMOKE: a tiny workload, checks correctness; the figures mean nothing)"
         if options.smoke
@@ -106,10 +137,6 @@ async def run_bench(options: BenchOptions, console: Console) -> int:
     out = Path(options.json_out)
     write_json(out, rows, describe(workload), settings, options.smoke)
     console.print(f"results written to {out}")
-    if keep:
-        console.print(f"[bold red]✘ a result is wrong[/]; logs kept in {workdir}")
-        return 1
-    return 0
 
 
 async def run_scenarios(session: Session) -> list[Row]:
@@ -137,13 +164,41 @@ async def run_scenarios(session: Session) -> list[Row]:
             row = await add(setup.label, framework(session, setup))
             paced.append((row, partial(framework_latency, session, setup)))
     if Scenario.STORM in chosen:
-        await add("storm", storm(session, "storm", "storm, no Redis"))
-    if Scenario.STORM_REDIS in chosen:
-        redis = session.options.redis_url
         await add(
-            "storm, Redis", storm(session, "storm-redis-fill", "storm, Redis 1st pass", redis)
+            "storm",
+            storm(
+                session,
+                "storm",
+                "storm, new group, no Redis",
+                app_id=session.app_id("storm"),
+                topic=session.config.topic,
+                redis=False,
+            ),
         )
-        await add("storm, Redis", storm(session, "storm-redis-warm", "storm, Redis warm", redis))
+    if Scenario.STORM_REDIS in chosen and session.redelivery_topic is not None:
+        await add(THREE_REDIS.label, framework(session, THREE_REDIS, redis=True))
+        await add(
+            "storm, Redis cold",
+            storm(
+                session,
+                "storm-redis-cold",
+                "storm, new group, Redis",
+                app_id=session.app_id("storm-redis-cold"),
+                topic=session.config.topic,
+                redis=True,
+            ),
+        )
+        await add(
+            "storm, Redis warm",
+            storm(
+                session,
+                "storm-redis-warm",
+                "storm, same group, Redis",
+                app_id=session.app_id(THREE_REDIS.name),
+                topic=session.redelivery_topic,
+                redis=True,
+            ),
+        )
     if session.options.latency:
         for row, measure in paced:
             await add_latency(session, row, measure)
@@ -162,24 +217,8 @@ async def add_latency(
     if not latency.correct:
         row.correct = False
         row.detail += f"; latency run: {latency.detail}"
+    mark = "[green]✔[/]" if latency.correct else "[bold red]✘[/]"
     session.console.print(
-        f"{'[green]✔[/]' if latency.correct else '[bold red]✘[/]'} {row.label} at "
-        f"{rate:,.0f} events/s: p50 {latency.p50_ms:,.0f} ms, p99 {latency.p99_ms:,.0f} ms"
+        f"{mark} {row.label} at {rate:,.0f} events/s: p50 {latency.p50_ms or 0:,.0f} ms, "
+        f"p99 {latency.p99_ms or 0:,.0f} ms — {latency.detail}"
     )
-
-
-async def require_redis(url: str) -> None:
-    """Fail now, not after minutes of measuring, if the storm's Redis does not answer."""
-    from redis.asyncio import Redis
-    from redis.exceptions import RedisError
-
-    client = Redis.from_url(url, socket_connect_timeout=3)
-    try:
-        await client.ping()
-    except (RedisError, OSError) as exc:
-        raise BenchError(
-            f"Redis at {url} does not answer ({exc!r}); start it, pass --redis-url, "
-            "or leave storm-redis out of --scenarios"
-        ) from exc
-    finally:
-        await client.aclose()

@@ -1,9 +1,18 @@
-"""The throughput scenarios: the bare agent, the framework, and the redelivery storm.
+"""The throughput scenarios: the bare agent, the framework, and the redelivery storms.
 
 Each consumes the whole main topic from its start with a consumer group of
-its own. The framework scenarios start from emptied tables, except the storms:
-they run on what ``three`` left, so every event is one the consumers already
-applied, and they must leave it exactly as it was.
+its own, except the same-group storm. The framework scenarios start from
+emptied tables; the storms run on what the scenario before them left, so that
+every event is one the consumers already applied, and they must leave it
+exactly as it was.
+
+The Redis prefilter namespaces its keys by ``APP_ID`` and remembers only
+events a transaction applied. So it can only know the events of a storm when
+the storm's group is the group that applied them with Redis on: ``three-redis``
+applies the topic with Redis on, and ``storm-redis-warm`` is that same group
+reading the same records again from a second topic (Tansu will not let an
+idle faust group's offsets be reset). ``storm-redis-cold`` is a new group with
+Redis on: every lookup misses.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ class Framework:
 
 ONE = Framework("one", "framework, 1 consumer", "bench.one_consumer", ("points-service",))
 THREE = Framework("three", "framework, 3 consumers", "handlers", CONSUMERS)
+THREE_REDIS = replace(THREE, name="three-redis", label="framework, 3 consumers, Redis")
 
 
 async def bare(session: Session) -> Row:
@@ -43,15 +53,10 @@ async def bare(session: Session) -> Row:
     return _row("bare", "bare faust agent", measured, True, "every event acknowledged")
 
 
-async def framework(session: Session, setup: Framework) -> Row:
+async def framework(session: Session, setup: Framework, *, redis: bool = False) -> Row:
     """The framework with ``setup``'s consumers, from empty tables; its result is checked."""
     await session.database.empty()
-    env = worker_env(
-        session.config,
-        app_id=session.app_id(setup.name),
-        database_url=session.database.sqlalchemy_url,
-        handler_modules=setup.handler_modules,
-    )
+    env = framework_env(session, setup, app_id=session.app_id(setup.name), redis=redis)
     measured = await session.measure(
         session.worker(setup.name, env), session.messages, count_transactions=True
     )
@@ -61,20 +66,35 @@ async def framework(session: Session, setup: Framework) -> Row:
     return row
 
 
-async def storm(session: Session, name: str, label: str, redis_url: str = "") -> Row:
-    """The whole topic again, for a new consumer group, into the database ``three`` filled."""
-    env = worker_env(
-        session.config,
-        app_id=session.app_id(name),
-        database_url=session.database.sqlalchemy_url,
-        handler_modules=THREE.handler_modules,
-        redis_url=redis_url,
-    )
+async def storm(
+    session: Session, name: str, label: str, *, app_id: str, topic: str, redis: bool
+) -> Row:
+    """The workload's records again, as ``app_id``, into the database the last run filled."""
+    env = framework_env(session, THREE, app_id=app_id, topic=topic, redis=redis)
     measured = await session.measure(
         session.worker(name, env), session.messages, count_transactions=True
     )
     verdict = await check(session, session.workload.expected, THREE.consumers)
     return _row(name, label, measured, verdict.ok, describe(verdict))
+
+
+def framework_env(
+    session: Session,
+    setup: Framework,
+    *,
+    app_id: str,
+    topic: str | None = None,
+    redis: bool = False,
+) -> dict[str, str]:
+    """The environment of a framework worker with ``setup``'s consumers."""
+    return worker_env(
+        session.config if topic is None else session.on_topic(topic),
+        app_id=app_id,
+        database_url=session.database.sqlalchemy_url,
+        handler_modules=setup.handler_modules,
+        redis_url=session.options.redis_url if redis else "",
+        prefilter_prefix=session.prefilter_prefix if redis else "",
+    )
 
 
 async def check(session: Session, expected: Expected, consumers: Sequence[str]) -> Verdict:
@@ -126,4 +146,5 @@ def _row(name: str, label: str, measured: Measured, correct: bool, detail: str) 
         tx_per_1k=measured.tx_per_1k,
         peak_rss_mb=measured.peak_rss_mb,
         load_average=measured.load_average,
+        code=measured.code,
     )

@@ -14,6 +14,7 @@ from app.demo.workload import Workload
 from bench.database import BenchDatabase
 from bench.monitor import Window, wait_for_assignment, wait_for_events
 from bench.options import BenchOptions
+from bench.source import fingerprint
 from bench.worker import BenchWorker, WorkerConfig
 
 WORKER_LOG_TAIL_LINES = 40
@@ -31,6 +32,7 @@ class Measured:
     peak_rss_mb: float | None
     transactions: int | None
     load_average: float  # the machine's 1-minute load average when the window closed
+    code: str  # fingerprint of the framework's source when the worker started
 
     @property
     def tx_per_1k(self) -> float | None:
@@ -52,6 +54,7 @@ class Session:
     workdir: Path
     tag: str
     console: Console
+    redelivery_topic: str | None = None  # the same records again, for the same-group storm
 
     @property
     def messages(self) -> int:
@@ -61,6 +64,11 @@ class Session:
     def app_id(self, scenario: str) -> str:
         """A consumer group no earlier scenario (or run) used: it reads the topic from its start."""
         return f"bench-{self.tag}-{scenario}"
+
+    @property
+    def prefilter_prefix(self) -> str:
+        """``PREFILTER_KEY_PREFIX`` of every Redis-on worker of this run."""
+        return f"eo-bench:{self.tag}"
 
     def worker(self, name: str, env: dict[str, str], app_module: str = "app") -> BenchWorker:
         """A worker (not started yet) logging to ``<workdir>/<name>.log``."""
@@ -89,6 +97,7 @@ class Session:
         """
         before = await self.database.transactions() if count_transactions else None
         topic = worker.env["ORDER_TOPIC"]
+        code = fingerprint()
         worker.start()
         try:
             if before_events is not None:
@@ -103,4 +112,4 @@ class Session:
             worker.stop()
         after = await self.database.transactions() if count_transactions else None
         spent = None if before is None or after is None else after - before
-        return Measured(window, rss, spent, load)
+        return Measured(window, rss, spent, load, code)

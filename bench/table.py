@@ -42,6 +42,13 @@ def print_table(console: Console, rows: list[Row], title: str) -> None:
             f"[yellow]the machine was busy: 1-minute load average up to {busiest:.1f} on "
             f"{cpus} CPUs during a measurement; these figures are pessimistic[/]"
         )
+    versions = {r.code for r in rows if r.code is not None}
+    if len(versions) > 1:
+        console.print(
+            f"[bold yellow]the framework's source changed during the run ({len(versions)} "
+            "versions, see each row's 'code' in the JSON): rows of different code are not "
+            "comparable[/]"
+        )
     latency = next((r for r in rows if r.latency_rate is not None), None)
     if latency is not None:
         console.print(

@@ -27,15 +27,17 @@ def worker_env(
     database_url: str = "",
     handler_modules: str = "handlers",
     redis_url: str = "",
+    prefilter_prefix: str = "",
 ) -> dict[str, str]:
     """The environment of a worker consuming ``config.topic`` from its start as group ``app_id``.
 
     ``REDIS_URL`` is always set, empty meaning "off", so that a ``REDIS_URL`` in the
-    caller's own environment cannot switch the prefilter on behind our back.
+    caller's own environment cannot switch the prefilter on behind our back;
+    ``prefilter_prefix`` puts the prefilter's keys under the bench's own prefix.
     The schema is migrated once by the bench, not by each worker, so that no
     migration transaction lands in a scenario's count.
     """
-    return {
+    env = {
         "BROKER_URL": config.broker_url,
         "ORDER_TOPIC": config.topic,
         "ORDER_TOPIC_PARTITIONS": str(config.partitions),
@@ -50,6 +52,9 @@ def worker_env(
         # faust's monitor at http://127.0.0.1:<web port>/ is how the bench follows progress.
         "APP_WEB_STATS_ENABLED": "true",
     }
+    if prefilter_prefix:
+        env["PREFILTER_KEY_PREFIX"] = prefilter_prefix
+    return env
 
 
 @dataclass

@@ -40,8 +40,9 @@ cli = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-# Piped output is not cut to 80 columns: event and aggregate ids are long, and grep-able.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 220)
+# Piped output is not cut to 80 columns (unless COLUMNS says so): ids are long, and grep-able.
+_WIDE = sys.stdout.isatty() or "COLUMNS" in os.environ
+out = Console(highlight=False, soft_wrap=True, width=None if _WIDE else 220)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

@@ -18,7 +18,7 @@ from dlq.actions import Action, Executor, Plan, Report, Summary, plan
 from dlq.broker import read_at, read_topic, replayer
 from dlq.dead import DeadLetter
 from dlq.errors import CommandError, NothingMatched
-from dlq.selection import Entry, Selection, finish, prefilter
+from dlq.selection import Entry, Selection, finish, prefilter, split_copies
 from dlq.status import FailureStore, failure_store
 
 
@@ -55,7 +55,8 @@ async def list_entries(target: Target, selection: Selection) -> list[Entry]:
 async def one_entry(
     target: Target, position: tuple[int, int] | None, event_id: str | None, consumer: str | None
 ) -> Entry:
-    """The one record ``show`` names, by DLT position or by event id (and consumer)."""
+    """The one record ``show`` names, by DLT position or by event id (and consumer): of
+    several DLT copies of one failure, the newest."""
     if position is not None:
         partition, offset = position
         async with _reading(target):
@@ -67,13 +68,14 @@ async def one_entry(
     else:
         selection = Selection(event_id=event_id, consumer=consumer)
         dead = await _read(target, selection)
-    if len(dead) > 1:
-        where = ", ".join(d.position for d in dead)
-        raise CommandError(
-            f"{len(dead)} records match ({where}); name one by position or add --consumer"
-        )
     async with failure_store(target.database_url) as store:
-        return (await _join(store, dead, selection, target))[0]
+        newest, _ = split_copies(await _join(store, dead, selection, target))
+    if len(newest) > 1:
+        where = ", ".join(entry.dead.position for entry in newest)
+        raise CommandError(
+            f"{len(newest)} records match ({where}); name one by position or add --consumer"
+        )
+    return newest[0]
 
 
 async def act(target: Target, selection: Selection, decision: Decision, out: Console) -> int:

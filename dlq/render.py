@@ -15,6 +15,7 @@ from rich.text import Text
 
 from dlq.dead import DeadLetter, FailureStatus
 from dlq.selection import Entry, split_copies
+from dlq.trip import iso
 
 _STATUS_STYLE: dict[str, str] = {
     FailureStatus.DEAD: "bold red",
@@ -43,8 +44,9 @@ def aggregate(dead: DeadLetter) -> str:
 def table(entries: Sequence[Entry], title: str | None = None) -> Table:
     """One row per record, named by its DLT ``partition:offset`` (what ``show`` takes)."""
     grid = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
-    for name in ("DLT", "event id", "type", "aggregate@version", "consumer", "reason"):
-        grid.add_column(name, overflow="fold", no_wrap=name in ("DLT", "type"))
+    for name in ("DLT", "event id", "type", "aggregate", "consumer", "reason"):
+        # The long ids fold when the terminal is narrow; the short columns stay whole.
+        grid.add_column(name, overflow="fold", no_wrap=name not in ("event id", "aggregate"))
     grid.add_column("tries", justify="right", no_wrap=True)
     grid.add_column("last failure (UTC)", no_wrap=True)
     grid.add_column("status", no_wrap=True)
@@ -75,10 +77,7 @@ def row(entry: Entry, older_copy: bool = False) -> dict[str, Any]:
     replay); ``replay`` and ``skip`` act on the newest copy only.
     """
     dead = entry.dead
-
-    def iso(moment: datetime | None) -> str | None:
-        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else None
-
+    first, last = dead.first_failure_at, dead.last_failure_at
     return {
         "position": dead.position,
         "dlt_topic": dead.record.topic,
@@ -92,8 +91,8 @@ def row(entry: Entry, older_copy: bool = False) -> dict[str, Any]:
         "exception_type": dead.exception_type or None,
         "exception_message": dead.exception_message or None,
         "attempts": dead.attempts,
-        "first_failure_at": iso(dead.first_failure_at),
-        "last_failure_at": iso(dead.last_failure_at),
+        "first_failure_at": iso(first) if first else None,
+        "last_failure_at": iso(last) if last else None,
         "event_id": dead.event_id,
         "event_type": dead.event_type,
         "aggregate_type": dead.aggregate_type,

@@ -15,6 +15,11 @@ from app.errors import InfrastructureError
 
 # SQLSTATE / MySQL error codes meaning "this transaction lost a race; run it again".
 _PG_RETRY_STATES = {"40001", "40P01", "55P03"}
+# SQLSTATE classes and codes meaning "the server is not there for us right now":
+# connection exceptions, insufficient resources, operator intervention (shutdown,
+# cannot connect now), system errors, and a database that does not exist (yet).
+_PG_DOWN_CLASSES = ("08", "53", "57", "58")
+_PG_DOWN_STATES = {"3D000"}
 _MYSQL_RETRY_CODES = {1205, 1213}
 
 
@@ -45,7 +50,9 @@ def is_infrastructure(exc: BaseException) -> bool:
 def _is_conflict(exc: sa_exc.DBAPIError) -> bool:
     orig = exc.orig
     state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    if state in _PG_RETRY_STATES:
+    if state in _PG_RETRY_STATES or state in _PG_DOWN_STATES:
+        return True
+    if isinstance(state, str) and state.startswith(_PG_DOWN_CLASSES):
         return True
     args: tuple[object, ...] = tuple(getattr(orig, "args", ()))
     return bool(args) and args[0] in _MYSQL_RETRY_CODES

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app import metrics
 from app.context import HandlerContext
 from app.db.dialect import upsert
 from app.db.tables import failed_event
@@ -116,15 +118,18 @@ class BatchProcessor:
             log.info(
                 "%s: a handler failed (%s); re-running the batch event by event", consumer, failed
             )
-            return await self._transaction(consumer, events, Mode.ISOLATED)
+        # Outside the except block, so the failures found now don't chain the first one.
+        return await self._transaction(consumer, events, Mode.ISOLATED)
 
     async def _transaction(self, consumer: str, events: list[Decoded], mode: Mode) -> ConsumerBatch:
+        started = time.perf_counter()
         async with self.sessions() as session:
             ctx = HandlerContext(session=session, consumer=consumer)
             batch = ConsumerBatch(consumer, self.registry, self.policy, ctx, mode, self.router)
             async with session.begin():
                 await batch.run(events)
             # committed: the effects, dedup records, versions and failures are durable together
+        metrics.observe_consumer_batch(consumer, time.perf_counter() - started)
         return batch
 
     async def _dead_letter_poison(self, poison: list[Poison]) -> list[Outcome]:

@@ -51,7 +51,9 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
     for delay in settings.retry_delay_seconds:
         name = retry_topic(base, delay)
         _agent(app, _topic(app, settings, name), services, progress, name, wait_until_due=True)
-    _topic(app, settings, dlt_topic(base))  # declared at start, so routing never races its creation
+    # No agent reads the DLT, so faust would not create it: declared with the services,
+    # before the first batch, so that dead letters land on a topic of the right shape.
+    services.declare(_topic(app, settings, dlt_topic(base)))
 
     @app.on_before_shutdown.connect  # type: ignore[arg-type]
     async def _close(app: Any, **_: Any) -> None:
@@ -119,10 +121,17 @@ class _LazyServices:
         self._publisher = publisher
         self._lock = asyncio.Lock()
         self._services: Services | None = None
+        self._undeclared: list[Any] = []
+
+    def declare(self, topic: Any) -> None:
+        """Create ``topic`` (if missing) before the first batch is processed."""
+        self._undeclared.append(topic)
 
     async def get(self) -> Services:
         async with self._lock:
             if self._services is None:
+                for topic in self._undeclared:
+                    await topic.maybe_declare()
                 self._services = await start_services(
                     self.settings, self._registry, self._publisher
                 )

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SMOKE_TIMEOUT_SECONDS = 540
-SCENARIOS = {"bare", "one", "three", "storm", "storm-redis-fill", "storm-redis-warm"}
+SCENARIOS = {"bare", "one", "three", "storm", "three-redis", "storm-redis-cold", "storm-redis-warm"}
 
 
 @pytest.mark.timeout(SMOKE_TIMEOUT_SECONDS + 60)

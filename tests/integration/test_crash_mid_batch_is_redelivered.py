@@ -49,6 +49,7 @@ async def test_sigkill_with_an_open_transaction_loses_and_doubles_nothing(
     doomed.kill()
     assert marker.read_text() == str(doomed.pid)
     assert trigger["eventId"] not in await db.consumed_ids(SLOW_PROBE)
+    assert await topic.lag() != {}  # the open batch's offsets did not move
 
     restarted = workers.start(database_url, handler_modules=HANDLER_MODULES, env=env)
     await topic.drained(workers=[restarted], within=90)

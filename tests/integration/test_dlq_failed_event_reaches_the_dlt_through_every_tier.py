@@ -130,6 +130,8 @@ async def test_main_then_each_tier_then_the_dlt_with_exact_headers(
     shown = await dlq("show", death.position)
     assert shown.code == 0, shown.err
     assert f'"userId": "{FAIL_USER}"' in shown.out and "dlt-exception-stacktrace" in shown.out
+    by_id = await dlq("show", "--event-id", death.event_id)
+    assert by_id.code == 0 and by_id.out == shown.out
     nothing = await dlq("list", "--consumer", "points-service")
     assert (nothing.code, nothing.out.strip()) == (1, "")
     assert "no record of" in nothing.err and len(nothing.err.splitlines()) == 1

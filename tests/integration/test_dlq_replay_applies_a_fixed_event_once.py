@@ -1,7 +1,9 @@
 """``python -m dlq replay`` brings a dead event back once its handler is fixed, and only once.
 
 Contract: ``replay`` without ``--execute`` publishes nothing and changes no
-status. After the handler is fixed, ``replay --execute`` applies the dead
+status. Replayed too early, the event dies again: a second DLT copy with
+``dlt-replay-count: 1``, the first listed as an older copy. After the handler
+is fixed, ``replay --execute`` publishes the newest copy only and applies the dead
 event for its consumer (its parked successor then applies too, in order),
 the ``failed_event`` row ends ``resolved`` with the operator's name and note.
 A second ``replay --execute`` leaves the resolved record alone, and even a
@@ -16,6 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from dlq import headers as h
 from dlq.topics import dlt_topic
 from tests.integration.support.dlq import (
     FAIL_USER,
@@ -23,6 +26,7 @@ from tests.integration.support.dlq import (
     DlqCommand,
     a_payment_dies,
     caught_up,
+    dead_letters,
     failures,
     records,
 )
@@ -50,14 +54,23 @@ async def test_replay_after_the_fix_applies_once_however_often_it_runs(
     assert len(await records(stream, stream.topic)) == on_main
     assert [row["status"] for row in await failures(database_url)] == ["dead"]
 
+    too_early = await dlq("replay", death.position, "--execute")
+    assert too_early.code == 0, too_early.err
+    (_, again_dead) = await dead_letters(stream, 2, [death.worker])
+    assert again_dead.header(h.DLT_REPLAY_COUNT) == b"1"
+    listed = (await dlq("list", "--json")).json()
+    assert [(r["replay_count"], r["older_copy"], r["status"]) for r in listed] == [
+        (0, True, "dead"), (1, False, "dead")
+    ]
+
     fixed.touch()
     done = await dlq(
         "replay", "--event-id", death.event_id, "--execute",
         "--by", "alice-ops", "--reason-note", "fixed in 1.2.3",
     )
     assert done.code == 0, done.err
-    assert f"replayed {death.position}" in done.out
-    assert "selected 1: replayed 1, left alone 0, errors 0" in done.out
+    assert f"replayed {again_dead.partition}:{again_dead.offset}" in done.out
+    assert "selected 2: replayed 1, left alone 1 (older copy 1), errors 0" in done.out
 
     balances = await eventually(
         db.balances, lambda b: f"{FAIL_USER}/cancelled" in b, what="the parked cancel to apply",
@@ -75,17 +88,17 @@ async def test_replay_after_the_fix_applies_once_however_often_it_runs(
 
     again = await dlq("replay", "--event-id", death.event_id, "--execute")
     assert again.code == 0, again.err
-    assert "selected 1: replayed 0, left alone 1 (resolved 1), errors 0" in again.out
-    assert len(await records(stream, stream.topic)) == on_main + 1
+    assert "selected 2: replayed 0, left alone 2 (resolved 1, older copy 1), errors 0" in again.out
+    assert len(await records(stream, stream.topic)) == on_main + 2
 
-    forced = await dlq("replay", death.position, "--execute", "--force")
+    forced = await dlq("replay", "--event-id", death.event_id, "--execute", "--force")
     assert forced.code == 0, forced.err
     assert "replayed 1" in forced.out
-    assert len(await records(stream, stream.topic)) == on_main + 2
+    assert len(await records(stream, stream.topic)) == on_main + 3
     await caught_up(stream, [death.worker])
 
     main = await records(stream, stream.topic)
     assert await db.balances() == balances
     assert await db.consumed_ids(PROBE) == sorted({orjson.loads(r.value)["eventId"] for r in main})
     assert await failures(database_url) == [resolved]
-    assert await records(stream, dlt_topic(stream.topic)) == [death.dead]
+    assert await records(stream, dlt_topic(stream.topic)) == [death.dead, again_dead]

@@ -1,7 +1,7 @@
 """``list`` and ``show`` render what an operator needs, in full.
 
 Contract: the table has one row per record naming its DLT ``p:o`` (what
-``show`` takes), event id, type, ``aggregate@version``, consumer (or
+``show`` takes), event id, type, aggregate (``id@version``), consumer (or
 ``(poison)``), reason, attempts, last failure (UTC) and status, and marks
 older copies of a failure; ``--json`` rows carry every parsed header, the
 status and decision, and ``older_copy``; ``show`` prints every header and the
@@ -72,8 +72,8 @@ def test_json_rows_carry_every_header_and_the_decision() -> None:
         "exception_type": "builtins.RuntimeError",
         "exception_message": "boom",
         "attempts": 3,
-        "first_failure_at": "2024-05-01T10:00:00Z",
-        "last_failure_at": "2024-05-01T10:00:00Z",
+        "first_failure_at": "2024-05-01T10:00:00.000Z",
+        "last_failure_at": "2024-05-01T10:00:00.000Z",
         "event_id": "e-1",
         "event_type": "OrderPaid",
         "aggregate_type": "Order",

@@ -31,5 +31,12 @@ async def stall_on_trigger(event: Any, ctx: Any) -> None:
     path = Path(marker)
     if await asyncio.to_thread(path.exists):
         return
-    await asyncio.to_thread(path.write_text, str(os.getpid()))
+    await asyncio.to_thread(_create_atomically, path, str(os.getpid()))
     await asyncio.sleep(STALL_SECONDS)
+
+
+def _create_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a reader never sees the file half written."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    partial.write_text(text)
+    os.replace(partial, path)

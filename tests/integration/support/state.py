@@ -13,6 +13,8 @@ from app.db.tables import aggregate_version, consumed_event, failed_event, parke
 from handlers.tables import inventory_stock, notification, user_points
 
 CONSUMERS = ("points-service", "inventory-service", "notification-service")
+TALLY = "tally:"  # the prefix of tests.integration.support.tally's counter rows (not imported:
+# importing it would register its handlers in the test process)
 
 
 class Database:
@@ -31,9 +33,18 @@ class Database:
             return list((await conn.execute(query)).all())
 
     async def balances(self) -> dict[str, int]:
-        """points-service: user -> balance."""
+        """points-service: user -> balance (the ``tally`` consumer's counters left out)."""
         rows = await self._rows(select(user_points.c.user_id, user_points.c.balance))
-        return {user: int(balance) for user, balance in rows}
+        return {user: int(balance) for user, balance in rows if not user.startswith(TALLY)}
+
+    async def tallies(self) -> dict[str, int]:
+        """``tally`` consumer: eventId -> how many times the event took effect."""
+        rows = await self._rows(
+            select(user_points.c.user_id, user_points.c.balance).where(
+                user_points.c.user_id.startswith(TALLY, autoescape=True)
+            )
+        )
+        return {user.removeprefix(TALLY): int(count) for user, count in rows}
 
     async def reserved(self) -> dict[str, int]:
         """inventory-service: sku -> reserved quantity."""

@@ -101,10 +101,9 @@ class WorkerProcess:
         return _partition_set(row.group(1)) if row else set()
 
     def describe(self) -> str:
-        """State and last log line, for assertion messages (the report has the log's tail)."""
+        """State and log path, for assertion messages (the report has the log's tail)."""
         state = "running" if self.alive else f"exited with {self.process.returncode}"
-        last = self.tail(1).strip() or "(empty log)"
-        return f"worker {self.name} (pid {self.pid}, {state}), last log line: {last}"
+        return f"worker {self.name} (pid {self.pid}, {state}), log {self.log_path}"
 
 
 class Workers:
