@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import faust
+from mode.supervisors import CrashingSupervisor
 
 from app.logging_setup import faust_logging_config
 from app.monitoring.progress import Progress
@@ -99,7 +100,12 @@ def _agent(
             log.debug("%s: batch of %d, %d outcomes", name, len(events), len(outcomes))
             # Leaving the loop body lets faust ack the batch: only now, after the commit.
 
-    app.agent(topic, name=f"effectively-once:{name}")(consume)
+    # A crash (a bug, not an event's failure) stops the whole worker: restarting just
+    # the agent would go on past the withheld batch, and a later commit could cover it.
+    # The next owner of the partitions reads from the last commit instead.
+    app.agent(topic, name=f"effectively-once:{name}", supervisor_strategy=CrashingSupervisor)(
+        consume
+    )
 
 
 async def _sleep_until_due(records: list[RawRecord]) -> None:

@@ -11,6 +11,8 @@ redelivered events as duplicates).
 The kill is deterministic: the test-only consumer ``slow-probe``
 (``tests.integration.support.slow_probe``) stalls inside its transaction on
 one chosen event and creates a marker file; the test waits for the file.
+The example consumers are idempotent on their own, so the test-only
+``tally`` consumer counts how many times each event took effect.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from tests.integration.support.workers import Workers
 
 pytestmark = pytest.mark.integration
 
-HANDLER_MODULES = "handlers,tests.integration.support.slow_probe"
+HANDLER_MODULES = "handlers,tests.integration.support.slow_probe,tests.integration.support.tally"
 SLOW_PROBE = "slow-probe"  # not imported: that would register its handler in this process
+TALLY = "tally"
 
 
 async def test_sigkill_with_an_open_transaction_loses_and_doubles_nothing(
@@ -66,6 +69,7 @@ async def test_sigkill_with_an_open_transaction_loses_and_doubles_nothing(
     assert await db.reserved() == expected_reserved
     assert await db.notifications() == {order.order_id: 2 for order in orders}
     everything = sorted(e["eventId"] for e in envelopes)
-    for consumer in (*CONSUMERS, SLOW_PROBE):
+    assert await db.tallies() == dict.fromkeys(everything, 1)
+    for consumer in (*CONSUMERS, SLOW_PROBE, TALLY):
         assert await db.consumed_ids(consumer) == everything, consumer
     assert await db.parked_count() == 0

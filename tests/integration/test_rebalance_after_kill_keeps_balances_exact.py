@@ -10,7 +10,9 @@ nothing lost, nothing applied twice.
 Which worker dies is decided by the stream, not by chance: both run the
 test-only consumer ``slow-probe``, which stalls inside its transaction on one
 chosen event and writes its pid to a marker file; the worker that owns that
-event's partition is the one killed.
+event's partition is the one killed. The test-only ``tally`` consumer
+counts how many times each event took effect (the example consumers are
+idempotent on their own, so their tables could not show a double).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from tests.integration.support.workers import WorkerProcess, Workers
 
 pytestmark = pytest.mark.integration
 
-HANDLER_MODULES = "handlers,tests.integration.support.slow_probe"
+HANDLER_MODULES = "handlers,tests.integration.support.slow_probe,tests.integration.support.tally"
 SLOW_PROBE = "slow-probe"  # not imported: that would register its handler in this process
+TALLY = "tally"
 
 
 async def test_survivor_takes_over_a_killed_workers_partitions_exactly(
@@ -69,8 +72,9 @@ async def test_survivor_takes_over_a_killed_workers_partitions_exactly(
     assert await db.balances() == expected.points
     assert await db.reserved() == expected.reserved
     assert await db.notification_count() == expected.notifications
-    every_one = dict.fromkeys((*CONSUMERS, SLOW_PROBE), expected.distinct_events)
+    every_one = dict.fromkeys((*CONSUMERS, SLOW_PROBE, TALLY), expected.distinct_events)
     assert await db.consumed_counts() == every_one
+    assert await db.tallies() == dict.fromkeys({decode(m)["eventId"] for m in workload.messages}, 1)
     assert await db.parked_count() == 0
 
 
