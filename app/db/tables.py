@@ -42,8 +42,9 @@ TOPIC = 249
 consumed_event = Table(
     "consumed_event",
     metadata,
-    Column("consumer_group", String(CONSUMER), primary_key=True),
+    # The selective column leads every key (see the first migration).
     Column("event_id", String(EVENT_ID), primary_key=True),
+    Column("consumer_group", String(CONSUMER), primary_key=True),
     Column("event_type", String(EVENT_TYPE), nullable=False),
     Column("aggregate_type", String(AGG_TYPE), nullable=False),
     Column("aggregate_id", String(AGG_ID), nullable=False),
@@ -54,9 +55,9 @@ consumed_event = Table(
 aggregate_version = Table(
     "aggregate_version",
     metadata,
-    Column("consumer_group", String(CONSUMER), primary_key=True),
-    Column("aggregate_type", String(AGG_TYPE), primary_key=True),
     Column("aggregate_id", String(AGG_ID), primary_key=True),
+    Column("aggregate_type", String(AGG_TYPE), primary_key=True),
+    Column("consumer_group", String(CONSUMER), primary_key=True),
     Column("last_version", Integer, nullable=True),
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
@@ -64,8 +65,8 @@ aggregate_version = Table(
 parked_event = Table(
     "parked_event",
     metadata,
-    Column("consumer_group", String(CONSUMER), primary_key=True),
     Column("event_id", String(EVENT_ID), primary_key=True),
+    Column("consumer_group", String(CONSUMER), primary_key=True),
     Column("aggregate_type", String(AGG_TYPE), nullable=False),
     Column("aggregate_id", String(AGG_ID), nullable=False),
     Column("aggregate_version", Integer, nullable=False),
@@ -77,7 +78,7 @@ parked_event = Table(
     Column("record_value", LargeBinary, nullable=False),
     Column("record_headers", Text, nullable=False),
     Column("parked_at", DateTime(timezone=True), nullable=False),
-    Index("ix_parked_event_aggregate", "consumer_group", "aggregate_type", "aggregate_id"),
+    Index("ix_parked_event_aggregate", "aggregate_id", "aggregate_type", "consumer_group"),
 )
 
 failed_event = Table(

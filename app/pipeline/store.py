@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select, tuple_, union_all, update
+from sqlalchemy import bindparam, delete, select, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.dialect import insert_ignore, upsert
@@ -39,6 +39,18 @@ _CHUNK = 500
 def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start : start + _CHUNK]
+
+
+def _by_type(aggregates: Iterable[Aggregate]) -> Iterable[tuple[str, list[str]]]:
+    """``(type, sorted ids)`` chunks. One type per statement, so every lookup is a primary-key
+    (or index) range on ``aggregate_id = ANY(...)``: a row-value IN over both columns is
+    planned as a filter over every row of the type."""
+    by_type: dict[str, set[str]] = {}
+    for agg_type, agg_id in aggregates:
+        by_type.setdefault(agg_type, set()).add(agg_id)
+    for agg_type in sorted(by_type):
+        for chunk in _chunks(sorted(by_type[agg_type])):
+            yield agg_type, list(chunk)
 
 
 def now() -> datetime:
@@ -95,15 +107,18 @@ class ConsumerStore:
     async def _select_for_update(self, aggs: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
         t = aggregate_version
         found: dict[Aggregate, int | None] = {}
-        for chunk in _chunks(aggs):
+        for agg_type, ids in _by_type(aggs):
             stmt = (
-                select(t.c.aggregate_type, t.c.aggregate_id, t.c.last_version)
-                .where(t.c.consumer_group == self.consumer)
-                .where(tuple_(t.c.aggregate_type, t.c.aggregate_id).in_(list(chunk)))
-                .order_by(t.c.aggregate_type, t.c.aggregate_id)
+                select(t.c.aggregate_id, t.c.last_version)
+                .where(
+                    t.c.consumer_group == self.consumer,
+                    t.c.aggregate_type == agg_type,
+                    t.c.aggregate_id.in_(ids),
+                )
+                .order_by(t.c.aggregate_id)
                 .with_for_update()
             )
-            for agg_type, agg_id, last in await self.session.execute(stmt):
+            for agg_id, last in await self.session.execute(stmt):
                 found[(agg_type, agg_id)] = last
         return found
 
@@ -128,10 +143,11 @@ class ConsumerStore:
         """Parked events of ``aggregates`` by version (usually none)."""
         t = parked_event
         result: dict[Aggregate, dict[int, ParkedRow]] = {}
-        for chunk in _chunks(sorted(set(aggregates))):
+        for agg_type, ids in _by_type(aggregates):
             stmt = select(t).where(
                 t.c.consumer_group == self.consumer,
-                tuple_(t.c.aggregate_type, t.c.aggregate_id).in_(list(chunk)),
+                t.c.aggregate_type == agg_type,
+                t.c.aggregate_id.in_(ids),
             )
             for row in (await self.session.execute(stmt)).mappings():
                 record = RawRecord(
