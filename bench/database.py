@@ -23,6 +23,7 @@ from app.db.tables import metadata
 from handlers.tables import example_metadata
 
 CONNECT_TIMEOUT_SECONDS = 5
+_TABLES = [t.name for t in (*metadata.sorted_tables, *example_metadata.sorted_tables)]
 IDLE_TIMEOUT_SECONDS = 20.0
 
 
@@ -68,9 +69,15 @@ class BenchDatabase:
         await upgrade_to_head(self.sqlalchemy_url)
 
     async def empty(self) -> None:
-        """Delete every row of the framework's and the example consumers' tables."""
-        tables = [t.name for t in (*metadata.sorted_tables, *example_metadata.sorted_tables)]
-        await _execute(self.url, f"TRUNCATE {', '.join(tables)}")
+        """Delete every row of the framework's and the example consumers' tables.
+
+        Their planner statistics stay (``TRUNCATE`` keeps ``pg_statistic``).
+        """
+        await _execute(self.url, f"TRUNCATE {', '.join(_TABLES)}")
+
+    async def analyze(self) -> None:
+        """Collect planner statistics on the framework's and the example consumers' tables."""
+        await _execute(self.url, f"ANALYZE {', '.join(_TABLES)}")
 
     async def transactions(self) -> int:
         """Committed transactions on this database so far, once no backend is connected to it."""

@@ -28,12 +28,14 @@ from bench.latency import Latency, bare_latency, framework_latency
 from bench.options import BenchOptions, Scenario
 from bench.prefilter_keys import forget, require_redis
 from bench.results import Row, with_ratios, write_json
-from bench.scenarios import ONE, THREE, THREE_REDIS, bare, framework, storm
+from bench.scenarios import ONE, THREE, THREE_REDIS, bare, framework, storm, warm_up
 from bench.session import BenchError, Session
 from bench.table import print_table
 from bench.worker import WorkerConfig
 from bench.workload import describe, make_workload
 
+# Enough rows for representative planner statistics (see ``scenarios.warm_up``).
+WARM_UP_EVENTS = 20_000
 EXPECTED_FAILURES = (BenchError, DatabaseError, KafkaError, SQLAlchemyError, OSError, RuntimeError)
 
 
@@ -157,6 +159,11 @@ async def run_scenarios(session: Session) -> list[Row]:
 
     # Each row that gets a latency figure, with how to measure it at a given rate.
     paced: list[tuple[Row, Callable[[float], Awaitable[Latency]]]] = []
+    if chosen != (Scenario.BARE,):
+        events = min(session.messages, WARM_UP_EVENTS)
+        with console.status(f"warming up the database with {events:,} events"):
+            await warm_up(session, events)
+        console.print(f"warm-up: {events:,} events applied and ANALYZEd (not measured)")
     if Scenario.BARE in chosen:
         paced.append((await add("bare agent", bare(session)), partial(bare_latency, session)))
     for setup, scenario in ((ONE, Scenario.ONE), (THREE, Scenario.THREE)):

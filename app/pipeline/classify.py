@@ -17,9 +17,10 @@ from app.errors import InfrastructureError
 _PG_RETRY_STATES = {"40001", "40P01", "55P03"}
 # SQLSTATE classes and codes meaning "the server is not there for us right now":
 # connection exceptions, insufficient resources, operator intervention (shutdown,
-# cannot connect now), system errors, and a database that does not exist (yet).
+# cannot connect now), system errors, a database that does not exist (yet) or that
+# does not accept connections now (55000, e.g. ALLOW_CONNECTIONS false).
 _PG_DOWN_CLASSES = ("08", "53", "57", "58")
-_PG_DOWN_STATES = {"3D000"}
+_PG_DOWN_STATES = {"3D000", "55000"}
 _MYSQL_RETRY_CODES = {1205, 1213}
 
 
