@@ -38,8 +38,9 @@ METHOD = {
         "and after it stopped (its backends gone), per 1,000 events."
     ),
     "load_average": (
-        "The machine's 1-minute load average as the window closed: above the CPU count, "
-        "something else competed for the CPUs and the figures are pessimistic."
+        "The machine's 1-minute load average as the window closed. The bench's own processes "
+        "keep it near the CPU count; well above (1.5x), something else competed for the "
+        "CPUs and the figures are pessimistic."
     ),
     "code": (
         "A fingerprint of the framework's source when the row's worker started; rows with "
