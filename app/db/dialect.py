@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVarTuple, cast
+from typing import Any, TypeVarTuple
 
-from sqlalchemy import ColumnElement, CursorResult, Delete, Row, Select, Table, Update
+from sqlalchemy import ColumnElement, Delete, Row, Select, Table, Update
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.dml import Insert
@@ -58,21 +58,6 @@ async def add_to_counter(
     if rows:
         stmt = add_on_conflict_stmt(backend(session), table, key, column)
         await session.execute(stmt, list(rows))
-
-
-async def insert_missing(
-    session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]
-) -> int:
-    """Insert ``rows`` in one multi-row statement, skipping those whose key exists.
-
-    Returns how many rows were inserted, so a caller can tell "new" from "seen
-    before" without a SELECT first (one round trip on every dialect).
-    """
-    if not rows:
-        return 0
-    stmt = insert_ignore_stmt(backend(session), table).values(list(rows))
-    result = cast(CursorResult[Any], await session.execute(stmt))
-    return result.rowcount
 
 
 IN_LIST_SIZE = 500
