@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, select, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.dialect import insert_ignore, upsert
+from app.db.dialect import in_lists, insert_ignore, upsert
 from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
 from app.records import RawRecord, headers_from_json, headers_to_json
 from dlq.trip import Trip
@@ -32,15 +32,6 @@ FAILURE_UPDATE_COLUMNS = (
     "last_failed_at",
 )
 
-# Large IN lists are split so that no statement exceeds a driver's parameter limit.
-_CHUNK = 500
-
-
-def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
-
-
 def _by_type(aggregates: Iterable[Aggregate]) -> Iterable[tuple[str, list[str]]]:
     """``(type, sorted ids)`` chunks. One type per statement, so every lookup is a primary-key
     (or index) range on ``aggregate_id = ANY(...)``: a row-value IN over both columns is
@@ -49,8 +40,8 @@ def _by_type(aggregates: Iterable[Aggregate]) -> Iterable[tuple[str, list[str]]]
     for agg_type, agg_id in aggregates:
         by_type.setdefault(agg_type, set()).add(agg_id)
     for agg_type in sorted(by_type):
-        for chunk in _chunks(sorted(by_type[agg_type])):
-            yield agg_type, list(chunk)
+        for chunk in in_lists(by_type[agg_type]):
+            yield agg_type, chunk
 
 
 def now() -> datetime:
@@ -125,8 +116,7 @@ class ConsumerStore:
     async def seen_event_ids(self, event_ids: Sequence[str]) -> set[str]:
         """Which of ``event_ids`` this consumer already applied or parked."""
         seen: set[str] = set()
-        for chunk in _chunks(sorted(set(event_ids))):
-            ids = list(chunk)
+        for ids in in_lists(event_ids):
             consumed = select(consumed_event.c.event_id).where(
                 consumed_event.c.consumer_group == self.consumer,
                 consumed_event.c.event_id.in_(ids),
@@ -186,11 +176,11 @@ class ConsumerStore:
             ]
             await self.session.execute(stmt, rows, execution_options={"synchronize_session": False})
         if changes.unparked:
-            for chunk in _chunks(sorted(changes.unparked)):
+            for ids in in_lists(changes.unparked):
                 await self.session.execute(
                     delete(parked_event).where(
                         parked_event.c.consumer_group == self.consumer,
-                        parked_event.c.event_id.in_(list(chunk)),
+                        parked_event.c.event_id.in_(ids),
                     )
                 )
         if changes.parked:
