@@ -46,6 +46,8 @@ class Settings(BaseSettings):
     handler_modules: str = "handlers"
     batch_size: int = Field(default=500, ge=1, le=100_000)
     batch_wait_seconds: float = Field(default=0.1, gt=0, le=60)
+    fetch_max_wait_ms: int = Field(default=100, ge=0, le=60_000)
+    gc_young_threshold: int = Field(default=20_000, ge=0)
     unseen_aggregate_policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE
     migrate_on_start: bool = True
     broker_session_timeout_seconds: float = Field(default=10.0, gt=0)

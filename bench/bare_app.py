@@ -2,10 +2,12 @@
 
 ``python -m faust -A bench.bare_app worker`` with the framework worker's
 environment (``BROKER_URL``, ``ORDER_TOPIC``, ``APP_ID``, ``BATCH_SIZE``,
-``BATCH_WAIT_SECONDS``, ``BROKER_SESSION_TIMEOUT_SECONDS``). Its consumer
-settings mirror the framework's (``app.runtime.faust_app``), and it takes the
-events the same way, ``take_events(BATCH_SIZE, within=BATCH_WAIT_SECONDS)``,
-so the difference to the framework is what the framework does with a batch.
+``BATCH_WAIT_SECONDS``, ``BROKER_SESSION_TIMEOUT_SECONDS``, ``FETCH_MAX_WAIT_MS``,
+``GC_YOUNG_THRESHOLD``). Its consumer and its process are tuned like the
+framework worker's (``app.runtime.faust_app``: the fetch wait, the garbage
+collector), and it takes the events in batches of ``BATCH_SIZE`` within
+``BATCH_WAIT_SECONDS``, so the difference to the framework is what the
+framework does with a batch.
 ``BARE_ITERATION=each`` iterates event by event instead. With
 ``BARE_LATENCY_FILE`` set (the bench's latency run) it appends each event's
 age, now minus its Kafka record timestamp, to that file: the floor under the
@@ -24,11 +26,22 @@ from typing import Any
 
 import faust
 
+from app.runtime.garbage import tune_garbage_collector
+from app.runtime.transport import set_fetch_max_wait
+from app.settings import Settings
+
 _app_id = os.environ.get("APP_ID", "bench-bare")
 _session_timeout = float(os.environ.get("BROKER_SESSION_TIMEOUT_SECONDS", "10"))
 _batch_size = int(os.environ.get("BATCH_SIZE", "500"))
 _batch_wait = float(os.environ.get("BATCH_WAIT_SECONDS", "0.1"))
 _each = os.environ.get("BARE_ITERATION", "batch") == "each"
+_defaults = Settings.model_fields  # the framework worker's defaults
+_fetch_max_wait_ms = int(
+    os.environ.get("FETCH_MAX_WAIT_MS", _defaults["fetch_max_wait_ms"].default)
+)
+_gc_young_threshold = int(
+    os.environ.get("GC_YOUNG_THRESHOLD", _defaults["gc_young_threshold"].default)
+)
 _latency_path = os.environ.get("BARE_LATENCY_FILE")
 _latency_file = open(_latency_path, "a", encoding="ascii") if _latency_path else None
 
@@ -41,11 +54,17 @@ app = faust.App(
     store="memory://",
     web_enabled=True,
 )
+set_fetch_max_wait(app, _fetch_max_wait_ms)
 topic = app.topic(
     os.environ.get("ORDER_TOPIC", "order-event-topic"),
     key_serializer="raw",
     value_serializer="raw",
 )
+
+
+@app.on_worker_init.connect
+def _tune(*_: Any, **__: Any) -> None:
+    tune_garbage_collector(_gc_young_threshold)
 
 
 @app.agent(topic, name="bare")

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from app.settings import Settings
 from bench.workload import orders_for
+
+_WORKER = Settings.model_fields
 
 
 class Scenario(StrEnum):
@@ -39,8 +42,8 @@ class BenchOptions:
 
     events_approx: int = 100_000
     orders: int | None = None  # overrides events_approx
-    batch_size: int = 500
-    batch_wait: float = 0.1
+    batch_size: int = _WORKER["batch_size"].default
+    batch_wait: float = _WORKER["batch_wait_seconds"].default
     partitions: int = 8
     database_url: str | None = None  # None: a fresh PostgreSQL database, dropped at the end
     postgres_server: str = "postgresql://postgres@127.0.0.1:5432"

@@ -31,9 +31,25 @@ class Trip:
     @classmethod
     def of(cls, record: RawRecord) -> Trip:
         """Read the trip from ``record``'s headers (absent headers: a fresh main-topic record)."""
+        if not record.headers:
+            return cls(
+                consumer=None,
+                attempts=0,
+                first_failure_at=None,
+                due_at=None,
+                original_topic=record.topic,
+                original_partition=record.partition,
+                original_offset=record.offset,
+                original_timestamp_ms=record.timestamp_ms,
+                replay_count=0,
+                skip=False,
+            )
+        # One pass over the headers; the last value of a repeated name wins.
+        found = dict(record.headers)
 
         def text(name: str) -> str:
-            return _text(record, name)
+            value = found.get(name)
+            return value.decode("utf-8", "replace") if value else ""
 
         original_topic = text(h.DLT_ORIGINAL_TOPIC)
         timestamp = text(h.DLT_ORIGINAL_TIMESTAMP)
@@ -53,11 +69,6 @@ class Trip:
             replay_count=int(text(h.DLT_REPLAY_COUNT) or 0),
             skip=text(h.RETRY_ACTION) == "skip",
         )
-
-
-def _text(record: RawRecord, name: str) -> str:
-    value = record.header(name)
-    return value.decode("utf-8", "replace") if value else ""
 
 
 def _when(text: str) -> datetime | None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, select
 
 from app.context import HandlerContext
-from app.db.dialect import add_to_counter, execute_where_in, rows_where_in
+from app.db.dialect import add_to_counter, execute_where_in, insert_rows, rows_where_in
 from app.errors import PermanentError
 from app.registry import handler
 from handlers.tables import inventory_reservation, inventory_stock
@@ -65,7 +65,7 @@ async def reserve_items(events: list[Envelope[OrderCreated]], ctx: HandlerContex
         return
     # A plain INSERT: a row that appeared since the read is an error (the batch
     # is then re-run), never stock reserved twice.
-    await ctx.session.execute(insert(inventory_reservation), reservations)
+    await insert_rows(ctx.session, inventory_reservation, reservations)
     await add_to_counter(ctx.session, inventory_stock, "sku", "reserved", _stock(by_sku))
 
 

@@ -17,10 +17,10 @@ import math
 from collections import Counter
 from datetime import UTC, datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import select, update
 
 from app.context import HandlerContext
-from app.db.dialect import add_to_counter, execute_where_in, rows_where_in
+from app.db.dialect import add_to_counter, execute_where_in, insert_rows, rows_where_in
 from app.registry import handler
 from handlers.tables import points_award, user_points
 from schemas.envelope import Envelope
@@ -60,7 +60,7 @@ async def award_points(events: list[Envelope[OrderPaid]], ctx: HandlerContext) -
         return
     # A plain INSERT: a row that appeared since the read is an error (the batch
     # is then re-run), never an award counted twice.
-    await ctx.session.execute(insert(points_award), awards)
+    await insert_rows(ctx.session, points_award, awards)
     await add_to_counter(ctx.session, user_points, "user_id", "balance", _balances(by_user))
 
 

@@ -5,10 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVarTuple
 
-from sqlalchemy import ColumnElement, Delete, Row, Select, Table, Update
+from sqlalchemy import (
+    ColumnElement,
+    Delete,
+    Row,
+    Select,
+    Table,
+    Update,
+    bindparam,
+    update,
+)
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.dml import Insert
+
+from app.db import bulk
 
 _Ts = TypeVarTuple("_Ts")
 
@@ -32,9 +43,58 @@ def insert_ignore_stmt(dialect: str, table: Table) -> Insert:
 async def insert_ignore(
     session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]
 ) -> None:
-    """Insert ``rows``, skipping those whose key exists (one executemany round trip)."""
-    if rows:
-        await session.execute(insert_ignore_stmt(backend(session), table), list(rows))
+    """Insert ``rows``, skipping those whose key exists (one statement)."""
+    if not rows:
+        return
+    dialect = backend(session)
+    if dialect == "postgresql":
+        await session.execute(
+            bulk.insert(table, bulk.columns_of(rows), bulk.IGNORE), bulk.params(rows)
+        )
+    else:
+        await session.execute(insert_ignore_stmt(dialect, table), list(rows))
+
+
+async def insert_rows(session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert ``rows`` (every one with the same keys) in one statement; a duplicate key raises."""
+    if not rows:
+        return
+    if backend(session) == "postgresql":
+        await session.execute(bulk.insert(table, bulk.columns_of(rows)), bulk.params(rows))
+    else:
+        await session.execute(table.insert(), list(rows))
+
+
+async def update_rows(
+    session: AsyncSession,
+    table: Table,
+    keys: Sequence[str],
+    rows: Sequence[dict[str, Any]],
+    **constants: Any,
+) -> None:
+    """For each row, set its other columns (and ``constants``) where its ``keys`` columns match.
+
+    Every row has the same columns. One statement on PostgreSQL (``UPDATE ... FROM
+    unnest``), an executemany elsewhere.
+    """
+    if not rows:
+        return
+    columns = bulk.columns_of(rows)
+    options = {"synchronize_session": False}
+    if backend(session) == "postgresql":
+        stmt = bulk.update_from(table, columns, tuple(keys))
+        if constants:
+            stmt = stmt.values(constants)
+        await session.execute(stmt, bulk.params(rows), execution_options=options)
+        return
+    changed = [name for name in columns if name not in keys]
+    stmt = (
+        update(table)
+        .where(*(table.c[name] == bindparam(f"b_{name}") for name in keys))
+        .values({**{name: bindparam(f"b_{name}") for name in changed}, **constants})
+    )
+    params = [{f"b_{name}": row[name] for name in columns} for row in rows]
+    await session.execute(stmt, params, execution_options=options)
 
 
 def add_on_conflict_stmt(dialect: str, table: Table, key: str, column: str) -> Insert:
@@ -55,9 +115,14 @@ async def add_to_counter(
     session: AsyncSession, table: Table, key: str, column: str, rows: Sequence[dict[str, Any]]
 ) -> None:
     """For each row, create it or add its ``column`` to the stored value."""
-    if rows:
-        stmt = add_on_conflict_stmt(backend(session), table, key, column)
-        await session.execute(stmt, list(rows))
+    if not rows:
+        return
+    dialect = backend(session)
+    if dialect == "postgresql":
+        stmt = bulk.insert(table, bulk.columns_of(rows), ("add", key, column))
+        await session.execute(stmt, bulk.params(rows))
+    else:
+        await session.execute(add_on_conflict_stmt(dialect, table, key, column), list(rows))
 
 
 IN_LIST_SIZE = 500
@@ -73,6 +138,18 @@ def in_lists(values: Iterable[str], size: int = IN_LIST_SIZE) -> list[list[str]]
     return [distinct[i : i + size] for i in range(0, len(distinct), size)]
 
 
+def one_of(dialect: str, column: ColumnElement[Any], values: Sequence[str]) -> ColumnElement[bool]:
+    """``column`` is one of ``values``.
+
+    PostgreSQL gets ``column = ANY($1)`` with one array parameter: one statement text
+    (so one prepared statement) whatever the count, and no per-value bind to render.
+    The others get ``IN (...)``.
+    """
+    if dialect == "postgresql":
+        return bulk.any_of(column, values)
+    return column.in_(values)
+
+
 async def rows_where_in(
     session: AsyncSession,
     stmt: Select[*_Ts],
@@ -81,8 +158,9 @@ async def rows_where_in(
 ) -> list[Row[*_Ts]]:
     """The rows of ``stmt`` whose ``column`` is one of ``values`` (one SELECT per ``in_lists``)."""
     rows: list[Row[*_Ts]] = []
+    dialect = backend(session)
     for chunk in in_lists(values):
-        rows.extend((await session.execute(stmt.where(column.in_(chunk)))).all())
+        rows.extend((await session.execute(stmt.where(one_of(dialect, column, chunk)))).all())
     return rows
 
 
@@ -93,8 +171,9 @@ async def execute_where_in(
     values: Iterable[str],
 ) -> None:
     """Run the UPDATE or DELETE ``stmt`` on the rows whose ``column`` is one of ``values``."""
+    dialect = backend(session)
     for chunk in in_lists(values):
-        await session.execute(stmt.where(column.in_(chunk)))
+        await session.execute(stmt.where(one_of(dialect, column, chunk)))
 
 
 def upsert_stmt(dialect: str, table: Table, update_columns: Sequence[str]) -> Insert:
@@ -117,7 +196,12 @@ async def upsert(
     rows: Sequence[dict[str, Any]],
     update_columns: Sequence[str],
 ) -> None:
-    """Insert ``rows`` or overwrite ``update_columns`` where the key exists (one executemany)."""
-    if rows:
-        stmt = upsert_stmt(backend(session), table, update_columns)
-        await session.execute(stmt, list(rows))
+    """Insert ``rows`` or overwrite ``update_columns`` where the key exists (one statement)."""
+    if not rows:
+        return
+    dialect = backend(session)
+    if dialect == "postgresql":
+        stmt = bulk.insert(table, bulk.columns_of(rows), ("overwrite", *update_columns))
+        await session.execute(stmt, bulk.params(rows))
+    else:
+        await session.execute(upsert_stmt(dialect, table, update_columns), list(rows))

@@ -12,10 +12,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select, union_all, update
+from sqlalchemy import delete, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.dialect import in_lists, insert_ignore, upsert
+from app.db.dialect import (
+    backend,
+    in_lists,
+    insert_ignore,
+    insert_rows,
+    one_of,
+    update_rows,
+    upsert,
+)
 from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
 from app.records import RawRecord, headers_from_json, headers_to_json
 from dlq.trip import Trip
@@ -31,6 +39,7 @@ FAILURE_UPDATE_COLUMNS = (
     "exception_message",
     "last_failed_at",
 )
+
 
 def _by_type(aggregates: Iterable[Aggregate]) -> Iterable[tuple[str, list[str]]]:
     """``(type, sorted ids)`` chunks. One type per statement, so every lookup is a primary-key
@@ -64,6 +73,7 @@ class ConsumerStore:
     def __init__(self, session: AsyncSession, consumer: str) -> None:
         self.session = session
         self.consumer = consumer
+        self.dialect = backend(session)
 
     async def lock_versions(self, aggregates: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
         """Lock (creating if needed) the version rows of ``aggregates``; return their last version.
@@ -104,7 +114,7 @@ class ConsumerStore:
                 .where(
                     t.c.consumer_group == self.consumer,
                     t.c.aggregate_type == agg_type,
-                    t.c.aggregate_id.in_(ids),
+                    one_of(self.dialect, t.c.aggregate_id, ids),
                 )
                 .order_by(t.c.aggregate_id)
                 .with_for_update()
@@ -119,10 +129,11 @@ class ConsumerStore:
         for ids in in_lists(event_ids):
             consumed = select(consumed_event.c.event_id).where(
                 consumed_event.c.consumer_group == self.consumer,
-                consumed_event.c.event_id.in_(ids),
+                one_of(self.dialect, consumed_event.c.event_id, ids),
             )
             parked = select(parked_event.c.event_id).where(
-                parked_event.c.consumer_group == self.consumer, parked_event.c.event_id.in_(ids)
+                parked_event.c.consumer_group == self.consumer,
+                one_of(self.dialect, parked_event.c.event_id, ids),
             )
             seen.update((await self.session.scalars(union_all(consumed, parked))).all())
         return seen
@@ -137,7 +148,7 @@ class ConsumerStore:
             stmt = select(t).where(
                 t.c.consumer_group == self.consumer,
                 t.c.aggregate_type == agg_type,
-                t.c.aggregate_id.in_(ids),
+                one_of(self.dialect, t.c.aggregate_id, ids),
             )
             for row in (await self.session.execute(stmt)).mappings():
                 record = RawRecord(
@@ -156,52 +167,39 @@ class ConsumerStore:
 
     async def save(self, changes: BatchChanges) -> None:
         """Write the batch's dedup records, versions, parked and unparked events, failures."""
-        if changes.consumed:
-            await self.session.execute(consumed_event.insert(), changes.consumed)
-        if changes.versions:
-            t = aggregate_version
-            stamp = now()
-            stmt = (
-                update(t)
-                .where(
-                    t.c.consumer_group == bindparam("b_consumer"),
-                    t.c.aggregate_type == bindparam("b_type"),
-                    t.c.aggregate_id == bindparam("b_id"),
-                )
-                .values(last_version=bindparam("b_version"), updated_at=stamp)
-            )
-            rows = [
-                {"b_consumer": self.consumer, "b_type": agg[0], "b_id": agg[1], "b_version": v}
-                for agg, v in sorted(changes.versions.items())
-            ]
-            await self.session.execute(stmt, rows, execution_options={"synchronize_session": False})
+        await insert_rows(self.session, consumed_event, changes.consumed)
+        stamp = now()
+        await update_rows(
+            self.session,
+            aggregate_version,
+            ("consumer_group", "aggregate_type", "aggregate_id"),
+            [
+                {
+                    "consumer_group": self.consumer,
+                    "aggregate_type": agg_type,
+                    "aggregate_id": agg_id,
+                    "last_version": version,
+                }
+                for (agg_type, agg_id), version in sorted(changes.versions.items())
+            ],
+            updated_at=stamp,
+        )
         if changes.unparked:
             for ids in in_lists(changes.unparked):
                 await self.session.execute(
                     delete(parked_event).where(
                         parked_event.c.consumer_group == self.consumer,
-                        parked_event.c.event_id.in_(ids),
+                        one_of(self.dialect, parked_event.c.event_id, ids),
                     )
                 )
-        if changes.parked:
-            await self.session.execute(parked_event.insert(), changes.parked)
-        if changes.failed:
-            await upsert(self.session, failed_event, changes.failed, FAILURE_UPDATE_COLUMNS)
-        if changes.resolved:
-            t = failed_event
-            stmt = (
-                update(t)
-                .where(
-                    t.c.consumer_group == self.consumer,
-                    t.c.topic == bindparam("b_topic"),
-                    t.c.partition == bindparam("b_partition"),
-                    t.c.offset == bindparam("b_offset"),
-                )
-                .values(status=bindparam("b_status"))
-            )
-            await self.session.execute(
-                stmt, changes.resolved, execution_options={"synchronize_session": False}
-            )
+        await insert_rows(self.session, parked_event, changes.parked)
+        await upsert(self.session, failed_event, changes.failed, FAILURE_UPDATE_COLUMNS)
+        await update_rows(
+            self.session,
+            failed_event,
+            ("consumer_group", "topic", "partition", "offset"),
+            changes.resolved,
+        )
 
 
 @dataclass
@@ -224,10 +222,11 @@ class BatchChanges:
         """Mark the ``failed_event`` row of an event that came back and took effect."""
         self.resolved.append(
             {
-                "b_topic": trip.original_topic,
-                "b_partition": trip.original_partition,
-                "b_offset": trip.original_offset,
-                "b_status": status,
+                "consumer_group": trip.consumer,
+                "topic": trip.original_topic,
+                "partition": trip.original_partition,
+                "offset": trip.original_offset,
+                "status": status,
             }
         )
 

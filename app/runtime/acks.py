@@ -1,12 +1,11 @@
 """Own faust's acknowledgements.
 
-faust acks every event of a ``take_events`` batch in a ``finally`` block, also
-when the body raised or was cancelled (worker shutdown, crash of the agent).
-An acked offset is committed soon after, so an event that never reached the
-database would be lost. ``withhold`` marks such events as settled in faust's
-own bookkeeping without recording their offsets, so that faust neither
-commits them nor waits for them at shutdown; the next owner of the partition
-reads them again.
+The adapter acks a batch's events itself, after the batch's commit
+(``batches.run_batches``). Events that never finished (the worker is stopping,
+a bug crashed the agent) must not be acked, and must not make faust wait for
+them either: ``withhold`` marks them as settled in faust's own bookkeeping
+without recording their offsets, so that faust neither commits them nor waits
+for them at shutdown or rebalance; the next owner of the partition reads them again.
 """
 
 from __future__ import annotations

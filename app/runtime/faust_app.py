@@ -16,10 +16,12 @@ from app.logging_setup import faust_logging_config
 from app.monitoring.progress import Progress
 from app.records import RawRecord
 from app.registry import Registry
-from app.runtime.acks import withhold
+from app.runtime.batches import run_batches
+from app.runtime.garbage import tune_garbage_collector
 from app.runtime.publisher import FaustPublisher
 from app.runtime.records import to_record
 from app.runtime.services import Services, start_services
+from app.runtime.transport import set_fetch_max_wait
 from app.runtime.web import add_observability
 from app.settings import Settings
 from dlq.topics import dlt_topic, retry_topic
@@ -45,6 +47,7 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
         web_enabled=True,
         logging_config=faust_logging_config(settings),
     )
+    set_fetch_max_wait(app, settings.fetch_max_wait_ms)
     services = _LazyServices(settings, registry, FaustPublisher(app))
     progress = add_observability(app, settings, registry)
     base = settings.order_topic
@@ -86,19 +89,16 @@ def _agent(
 
     async def consume(stream: Any) -> None:
         processor = (await services.get()).processor
-        batches = stream.take_events(settings.batch_size, within=settings.batch_wait_seconds)
-        async for events in batches:
-            try:
-                records = [to_record(e) for e in events]
-                if wait_until_due:
-                    await _sleep_until_due(records)
-                outcomes = await progress.run(processor.process, records)
-            except BaseException:
-                # Stopping, or a bug: what was not committed must not be acked.
-                withhold(events)
-                raise
+
+        async def process(events: list[Any]) -> None:
+            records = [to_record(e) for e in events]
+            if wait_until_due:
+                await _sleep_until_due(records)
+            outcomes = await progress.run(processor.process, records)
             log.debug("%s: batch of %d, %d outcomes", name, len(events), len(outcomes))
-            # Leaving the loop body lets faust ack the batch: only now, after the commit.
+
+        # Acked batch by batch, only after process() returned: after the commit.
+        await run_batches(stream, settings.batch_size, settings.batch_wait_seconds, process)
 
     # A crash (a bug, not an event's failure) stops the whole worker: restarting just
     # the agent would go on past the withheld batch, and a later commit could cover it.
@@ -141,6 +141,8 @@ class _LazyServices:
                 self._services = await start_services(
                     self.settings, self._registry, self._publisher
                 )
+                # Start-up is over: what exists now lives as long as the worker.
+                tune_garbage_collector(self.settings.gc_young_threshold)
             return self._services
 
     async def close(self) -> None:

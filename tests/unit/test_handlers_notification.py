@@ -218,13 +218,14 @@ def test_set_sender_returns_the_previous_sender(sender: RecordingSender) -> None
     assert set_sender(sender) is replacement
 
 
-async def test_the_default_sender_logs(caplog: pytest.LogCaptureFixture) -> None:
+async def test_the_default_sender_logs_at_debug(caplog: pytest.LogCaptureFixture) -> None:
     note = Notification("e-1", "o-1", "u-1", "order_placed", NOW)
 
-    with caplog.at_level(logging.INFO, logger="handlers.notification"):
+    with caplog.at_level(logging.DEBUG, logger="handlers.notification"):
         await LogSender().send(note)
 
     assert "e-1" in caplog.text and "order_placed" in caplog.text
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG]
 
 
 def test_importing_handlers_registers_notification_service_as_batch_handlers() -> None:

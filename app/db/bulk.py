@@ -1,0 +1,89 @@
+"""Many rows in one statement, on PostgreSQL.
+
+A batch's rows travel as one array parameter per column and come back out of
+``unnest``: one statement, one prepared plan and one execution whatever the row
+count, instead of an executemany that binds and runs the statement once per row.
+The statements are built once per table and column set and cached; a call only
+gathers the column arrays. ``app.db.dialect`` uses them on PostgreSQL and an
+executemany on the other databases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from sqlalchemy import ColumnElement, Table, Update, any_, bindparam, select, update
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.sql import TableValuedAlias, func
+from sqlalchemy.sql.dml import Insert
+
+Rows = Sequence[Mapping[str, Any]]
+Params = dict[str, list[Any]]
+
+PLAIN = ("plain",)
+IGNORE = ("ignore",)
+
+
+def params(rows: Rows) -> Params:
+    """The array parameters of ``rows`` (every row with the same keys)."""
+    return {f"u_{name}": [row[name] for row in rows] for name in rows[0]}
+
+
+def columns_of(rows: Rows) -> tuple[str, ...]:
+    """The column names of ``rows``, in the first row's order."""
+    return tuple(rows[0])
+
+
+@cache
+def insert(table: Table, columns: tuple[str, ...], conflict: tuple[str, ...] = PLAIN) -> Insert:
+    """``INSERT INTO table (columns) SELECT * FROM unnest(:u_<column>, ...)``.
+
+    ``conflict``: ``PLAIN`` (a duplicate key raises), ``IGNORE`` (skip it),
+    ``("add", key, column)`` (add the new value to the stored one) or
+    ``("overwrite", *columns)`` (replace those columns of the stored row).
+    """
+    source = _unnested(table, columns)
+    stmt = postgresql.insert(table).from_select(list(columns), select(*source.c))
+    kind, *args = conflict
+    if kind == "ignore":
+        return stmt.on_conflict_do_nothing()
+    if kind == "add":
+        key, column = args
+        return stmt.on_conflict_do_update(
+            index_elements=[key], set_={column: table.c[column] + stmt.excluded[column]}
+        )
+    if kind == "overwrite":
+        keys = [column.name for column in table.primary_key.columns]
+        return stmt.on_conflict_do_update(
+            index_elements=keys, set_={name: stmt.excluded[name] for name in args}
+        )
+    return stmt
+
+
+@cache
+def update_from(table: Table, columns: tuple[str, ...], keys: tuple[str, ...]) -> Update:
+    """``UPDATE table SET <other columns> FROM unnest(...) WHERE <keys> match``.
+
+    Constant values for every row are added with ``.values()`` by the caller.
+    """
+    source = _unnested(table, columns)
+    return (
+        update(table)
+        .where(*(table.c[name] == source.c[name] for name in keys))
+        .values({name: source.c[name] for name in columns if name not in keys})
+    )
+
+
+def any_of(column: ColumnElement[Any], values: Sequence[str]) -> ColumnElement[bool]:
+    """``column = ANY(:array)``: one parameter and one statement text for any count."""
+    array = bindparam(None, list(values), type_=postgresql.ARRAY(column.type))
+    return column == any_(array)
+
+
+def _unnested(table: Table, columns: tuple[str, ...]) -> TableValuedAlias:
+    arrays = [
+        bindparam(f"u_{name}", type_=postgresql.ARRAY(table.c[name].type)) for name in columns
+    ]
+    return func.unnest(*arrays).table_valued(*columns).render_derived()

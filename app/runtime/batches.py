@@ -1,0 +1,107 @@
+"""Batches of a faust stream, the next one read while the current one is processed.
+
+faust's ``take_events`` stops reading while its caller holds a batch, so the
+broker fetch and faust's own per-event work wait for the database, and the
+database waits for them. Here a reader keeps taking events (up to one batch
+ahead, so memory stays bounded) while the current batch is processed: the two
+overlap, and under load the next batch is full by the time it is wanted.
+
+A batch is what is pending when the processor is free: ``size`` events, or
+fewer once the oldest pending event has waited ``within`` seconds.
+
+Acks are ours (a ``noack`` stream): a batch's events are acked only after
+``process`` returned for it, batch after batch in arrival order, so an offset
+never moves past an event whose effects are not committed. A batch that did
+not finish, and the events read ahead behind it, are withheld
+(``acks.withhold``): never committed, read again by the partitions' next owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from app.runtime.acks import withhold
+
+Process = Callable[[list[Any]], Awaitable[None]]
+
+
+class _Pending:
+    """Events read and not yet taken, with their arrival times; signals for both sides."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        self.arrived: list[float] = []
+        self.signal = asyncio.Event()  # an event arrived into an empty list, or a batch filled
+        self.room = asyncio.Event()  # the reader may go on
+
+    def take(self, size: int) -> list[Any]:
+        batch = self.events[:size]
+        del self.events[:size], self.arrived[:size]
+        self.room.set()
+        return batch
+
+
+async def run_batches(stream: Any, size: int, within: float, process: Process) -> None:
+    """``process`` each batch, then ack it. Returns when the stream stops; raises what
+    ``process`` or the stream raised."""
+    loop = asyncio.get_running_loop()
+    pending = _Pending()
+    source = stream.noack()
+
+    async def read() -> None:
+        async for event in source.events():
+            pending.events.append(event)
+            pending.arrived.append(loop.time())
+            count = len(pending.events)
+            if count == 1 or count == size:
+                pending.signal.set()
+            while len(pending.events) >= size:
+                pending.room.clear()
+                await pending.room.wait()
+
+    reader = asyncio.ensure_future(read())
+    reader.add_done_callback(lambda _: pending.signal.set())
+    batch: list[Any] = []
+    try:
+        while True:
+            batch = await _next_batch(pending, reader, size, within, loop)
+            if not batch:
+                return
+            await process(batch)
+            for event in batch:
+                await source.ack(event)
+            batch = []
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+        withhold(batch)
+        withhold(pending.events)
+
+
+async def _next_batch(
+    pending: _Pending,
+    reader: asyncio.Future[Any],
+    size: int,
+    within: float,
+    loop: asyncio.AbstractEventLoop,
+) -> list[Any]:
+    """The next batch; ``[]`` once the reader stopped with nothing pending (raises if it failed)."""
+    while not pending.events:
+        if reader.done():
+            reader.result()  # the reader failed: raise its error here
+            return []
+        pending.signal.clear()
+        await pending.signal.wait()
+    deadline = pending.arrived[0] + within
+    while len(pending.events) < size and not reader.done():
+        left = deadline - loop.time()
+        if left <= 0:
+            break
+        pending.signal.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(pending.signal.wait(), left)
+    return pending.take(size)

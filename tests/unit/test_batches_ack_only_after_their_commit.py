@@ -1,0 +1,166 @@
+"""The runtime's batches: read ahead while processing, acked only after ``process`` returned.
+
+Contract of ``app.runtime.batches.run_batches``:
+- every event is processed once, in arrival order, in batches of at most ``size``;
+- an event is acked only after the ``process`` call holding it returned;
+- while a batch is processed the next one is read (the overlap that makes it fast),
+  and never more than one batch ahead;
+- a batch that is not full goes once its oldest event waited ``within`` seconds;
+- when ``process`` raises, nothing of that batch or of what was read ahead is acked;
+  those events are withheld (faust will neither commit them nor wait for them)
+  and the error reaches the caller.
+The stream is a fake with faust's shape: ``noack()``, ``events()``, ``ack(event)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from app.runtime.batches import run_batches
+
+
+@dataclass
+class FakeMessage:
+    offset: int
+    acked: bool = False
+
+
+@dataclass
+class FakeEvent:
+    message: FakeMessage
+
+
+@dataclass
+class FakeStream:
+    """Hands out ``count`` events, ``gap`` seconds apart; records what was read and acked."""
+
+    count: int
+    gap: float = 0.0
+    read: list[int] = field(default_factory=list)
+    handed: list[FakeEvent] = field(default_factory=list)
+    acked: list[int] = field(default_factory=list)
+    noack_calls: int = 0
+
+    def noack(self) -> FakeStream:
+        self.noack_calls += 1
+        return self
+
+    async def events(self) -> AsyncIterator[FakeEvent]:
+        for offset in range(self.count):
+            if self.gap:
+                await asyncio.sleep(self.gap)
+            self.read.append(offset)
+            self.handed.append(FakeEvent(FakeMessage(offset)))
+            yield self.handed[-1]
+        await asyncio.Event().wait()  # a live stream never ends by itself
+
+    async def ack(self, event: FakeEvent) -> bool:
+        self.acked.append(event.message.offset)
+        return True
+
+
+def offsets(batch: list[Any]) -> list[int]:
+    return [event.message.offset for event in batch]
+
+
+async def run_until(stream: FakeStream, process: Any, size: int, within: float, done: Any) -> None:
+    """Run the batches until ``done()``; then stop them as a worker shutdown would."""
+    task = asyncio.ensure_future(run_batches(stream, size, within, process))
+    for _ in range(500):
+        if done():
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_every_event_once_in_order_and_acked_after_its_batch() -> None:
+    stream = FakeStream(count=23)
+    batches: list[list[int]] = []
+    acked_before_return: list[list[int]] = []
+
+    async def process(batch: list[Any]) -> None:
+        await asyncio.sleep(0.01)
+        acked_before_return.append([o for o in offsets(batch) if o in stream.acked])
+        batches.append(offsets(batch))
+
+    await run_until(stream, process, size=5, within=0.05, done=lambda: len(stream.acked) == 23)
+
+    assert stream.noack_calls == 1
+    assert [o for batch in batches for o in batch] == list(range(23))
+    assert all(len(batch) <= 5 for batch in batches)
+    assert batches[:4] == [list(range(i, i + 5)) for i in (0, 5, 10, 15)]
+    assert acked_before_return == [[] for _ in batches]
+    assert stream.acked == list(range(23))
+
+
+async def test_the_next_batch_is_read_while_one_is_processed_but_no_further() -> None:
+    stream = FakeStream(count=40)
+    release = asyncio.Event()
+    read_during_first: list[int] = []
+
+    async def process(batch: list[Any]) -> None:
+        if offsets(batch)[0] == 0:
+            await asyncio.sleep(0.05)  # the reader runs meanwhile
+            read_during_first.extend(stream.read)
+            await release.wait()
+
+    task = asyncio.ensure_future(run_batches(stream, 10, 0.01, process))
+    await asyncio.sleep(0.1)
+    assert read_during_first == list(range(20))  # the batch in hand, and one batch ahead
+    assert stream.read == list(range(20))
+    assert stream.acked == []
+    release.set()
+    for _ in range(100):
+        if len(stream.acked) == 40:
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert stream.acked == list(range(40))
+
+
+async def test_a_partial_batch_goes_once_its_oldest_event_waited_within() -> None:
+    stream = FakeStream(count=3, gap=0.01)
+    taken: list[tuple[float, list[int]]] = []
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    async def process(batch: list[Any]) -> None:
+        taken.append((loop.time() - started, offsets(batch)))
+
+    await run_until(stream, process, size=100, within=0.2, done=lambda: len(stream.acked) == 3)
+
+    assert [batch for _, batch in taken] == [[0, 1, 2]]
+    waited = taken[0][0]
+    assert 0.2 <= waited < 0.6  # the first event came at ~0.01 s, and waited ``within``
+
+
+async def test_a_failing_batch_and_what_was_read_ahead_are_withheld_not_acked() -> None:
+    stream = FakeStream(count=30)
+    seen: list[FakeEvent] = []
+
+    class Bug(Exception):
+        pass
+
+    async def process(batch: list[Any]) -> None:
+        seen.extend(batch)
+        if offsets(batch)[0] == 10:
+            await asyncio.sleep(0.05)  # lets the reader fill the next batch
+            raise Bug("a bug in the pipeline")
+
+    with pytest.raises(Bug):
+        await asyncio.wait_for(run_batches(stream, 10, 0.01, process), 5)
+
+    assert stream.acked == list(range(10))
+    assert stream.read == list(range(30))
+    assert [e.message.offset for e in seen] == list(range(20))
+    withheld = [e.message.offset for e in stream.handed if e.message.acked]
+    assert withheld == stream.read[10:]  # the failed batch and the one read ahead
