@@ -16,8 +16,9 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Table, Update, any_, bindparam, select, update
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import Insert
 from sqlalchemy.sql import TableValuedAlias, func
-from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.dml import ReturningInsert
 
 Rows = Sequence[Mapping[str, Any]]
 Params = dict[str, list[Any]]
@@ -60,6 +61,24 @@ def insert(table: Table, columns: tuple[str, ...], conflict: tuple[str, ...] = P
             index_elements=keys, set_={name: stmt.excluded[name] for name in args}
         )
     return stmt
+
+
+@cache
+def lock_or_insert(
+    table: Table, columns: tuple[str, ...], keep: str, returning: tuple[str, ...]
+) -> ReturningInsert[Any]:
+    """Insert the rows that are missing and lock the ones that exist, in one statement.
+
+    ``ON CONFLICT DO UPDATE SET keep = keep`` changes nothing but takes the row lock
+    (waiting for a concurrent holder, then seeing its committed row, as
+    ``SELECT ... FOR UPDATE`` would); ``RETURNING`` gives every row as it now is.
+    Rows are locked in the order given.
+    """
+    stmt = insert(table, columns)
+    keys = [column.name for column in table.primary_key.columns]
+    return stmt.on_conflict_do_update(index_elements=keys, set_={keep: table.c[keep]}).returning(
+        *(table.c[name] for name in returning)
+    )
 
 
 @cache

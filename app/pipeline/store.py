@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import delete, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import bulk
 from app.db.dialect import (
     backend,
     in_lists,
@@ -83,6 +84,8 @@ class ConsumerStore:
         wanted = sorted(set(aggregates))
         if not wanted:
             return {}
+        if self.dialect == "postgresql":
+            return await self._lock_or_insert(wanted)
         versions = await self._select_for_update(wanted)
         missing = [agg for agg in wanted if agg not in versions]
         if missing:
@@ -104,6 +107,27 @@ class ConsumerStore:
             # Another worker may have inserted some of them first: lock what is there now.
             versions.update(await self._select_for_update(missing))
         return versions
+
+    async def _lock_or_insert(self, wanted: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
+        """PostgreSQL: the three steps above in one statement (``bulk.lock_or_insert``)."""
+        stamp = now()
+        rows = [
+            {
+                "consumer_group": self.consumer,
+                "aggregate_type": agg_type,
+                "aggregate_id": agg_id,
+                "updated_at": stamp,
+            }
+            for agg_type, agg_id in wanted
+        ]
+        stmt = bulk.lock_or_insert(
+            aggregate_version,
+            bulk.columns_of(rows),
+            "last_version",
+            ("aggregate_type", "aggregate_id", "last_version"),
+        )
+        result = await self.session.execute(stmt, bulk.params(rows))
+        return {(agg_type, agg_id): last for agg_type, agg_id, last in result}
 
     async def _select_for_update(self, aggs: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
         t = aggregate_version
