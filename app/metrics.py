@@ -14,6 +14,7 @@ poison, no consumer's), ``event_type`` a known eventType or ``other``,
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -219,16 +220,26 @@ def record_outcomes(outcomes: Sequence[Outcome], batch_seconds: float, batch_siz
     """Count a committed batch's outcomes (retries and dead letters are derived from them)."""
     BATCH_DURATION.observe(batch_seconds)
     BATCH_SIZE.observe(batch_size)
+    # Counted per label set, not per event: one increment per distinct outcome of the batch.
+    events: collections.Counter[tuple[str, str, str]] = collections.Counter()
+    duplicates: collections.Counter[tuple[str, str]] = collections.Counter()
+    retries: collections.Counter[tuple[str, str]] = collections.Counter()
+    dead: collections.Counter[tuple[str, str]] = collections.Counter()
     for outcome in outcomes:
         kind = str(outcome.kind)
-        EVENTS.labels(outcome.consumer, kind, _event_type_label(outcome.event_type)).inc()
+        events[(outcome.consumer, kind, _event_type_label(outcome.event_type))] += 1
         if kind == "duplicate":
             source = "prefilter" if outcome.detail == PREFILTER_SKIPPED else "database"
-            DUPLICATES.labels(outcome.consumer, source).inc()
+            duplicates[(outcome.consumer, source)] += 1
         elif kind == "retried":  # detail: the retry topic the event went to
-            RETRIES.labels(outcome.consumer, outcome.detail.rpartition(RETRY_INFIX)[2]).inc()
+            retries[(outcome.consumer, outcome.detail.rpartition(RETRY_INFIX)[2])] += 1
         elif kind in ("dead-lettered", "poison"):  # detail: the dlt-reason
-            DLT_RECORDS.labels(outcome.consumer, _dead_reason(outcome.detail)).inc()
+            dead[(outcome.consumer, _dead_reason(outcome.detail))] += 1
+    for counter, metric in ((events, EVENTS), (duplicates, DUPLICATES), (retries, RETRIES)):
+        for labels, count in counter.items():
+            metric.labels(*labels).inc(count)
+    for labels, count in dead.items():
+        DLT_RECORDS.labels(*labels).inc(count)
 
 
 def observe_consumer_batch(consumer: str, seconds: float) -> None:

@@ -44,9 +44,9 @@ class Settings(BaseSettings):
     order_topic_partitions: int = Field(default=8, ge=1)
     app_id: str = "order-consumers"
     handler_modules: str = "handlers"
-    batch_size: int = Field(default=500, ge=1, le=100_000)
-    batch_wait_seconds: float = Field(default=0.1, gt=0, le=60)
-    fetch_max_wait_ms: int = Field(default=100, ge=0, le=60_000)
+    batch_size: int = Field(default=2_000, ge=1, le=100_000)
+    batch_wait_seconds: float = Field(default=0.05, gt=0, le=60)
+    fetch_max_wait_ms: int = Field(default=50, ge=0, le=60_000)
     gc_young_threshold: int = Field(default=20_000, ge=0)
     unseen_aggregate_policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE
     migrate_on_start: bool = True

@@ -32,10 +32,10 @@ from app.settings import Settings
 
 _app_id = os.environ.get("APP_ID", "bench-bare")
 _session_timeout = float(os.environ.get("BROKER_SESSION_TIMEOUT_SECONDS", "10"))
-_batch_size = int(os.environ.get("BATCH_SIZE", "500"))
-_batch_wait = float(os.environ.get("BATCH_WAIT_SECONDS", "0.1"))
-_each = os.environ.get("BARE_ITERATION", "batch") == "each"
 _defaults = Settings.model_fields  # the framework worker's defaults
+_batch_size = int(os.environ.get("BATCH_SIZE", _defaults["batch_size"].default))
+_batch_wait = float(os.environ.get("BATCH_WAIT_SECONDS", _defaults["batch_wait_seconds"].default))
+_each = os.environ.get("BARE_ITERATION", "batch") == "each"
 _fetch_max_wait_ms = int(
     os.environ.get("FETCH_MAX_WAIT_MS", _defaults["fetch_max_wait_ms"].default)
 )

@@ -21,12 +21,12 @@ METHOD = {
     "latency": (
         "A separate run per row on a fresh topic (and emptied tables), produced at a paced "
         "rate of half the row's events/s. Framework: per (consumer, event), "
-        "consumed_event.applied_at (taken when the row is built, just before the commit) "
-        "minus the wall-clock time the bench handed the event to its producer (linger 5 ms). "
-        "Bare agent: each record's age (now minus its Kafka timestamp) when the agent takes "
-        "it: the transport's floor, far from zero here because faust fixes the consumer's "
-        "fetch_max_wait_ms at 1500 and the local Tansu broker holds fetches open. "
-        "Nearest-rank p50/p99."
+        "consumed_event.applied_at (stamped when the batch's rows are written, just before "
+        "the commit) minus the wall-clock time the bench handed the event to its producer "
+        "(linger 5 ms). Bare agent: each record's age (now minus its Kafka timestamp) when "
+        "the agent takes it: the transport's floor. Both consumers fetch with the worker's "
+        "FETCH_MAX_WAIT_MS; the local Tansu broker holds a fetch for that whole wait when "
+        "it has nothing new, so it is part of both floors. Nearest-rank p50/p99."
     ),
     "warm_up": (
         "Before the framework rows, up to 20,000 events are applied unmeasured and the tables "

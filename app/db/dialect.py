@@ -128,6 +128,14 @@ async def add_to_counter(
 IN_LIST_SIZE = 500
 """Values per ``IN (...)`` list: SQLite builds older than 3.32 accept 999 bound parameters."""
 
+ARRAY_LIST_SIZE = 50_000
+"""Values per PostgreSQL ``= ANY(array)``: one parameter, so only memory bounds it."""
+
+
+def list_size(dialect: str) -> int:
+    """How many values one lookup of ``one_of`` takes on ``dialect``."""
+    return ARRAY_LIST_SIZE if dialect == "postgresql" else IN_LIST_SIZE
+
 
 def in_lists(values: Iterable[str], size: int = IN_LIST_SIZE) -> list[list[str]]:
     """The distinct ``values``, sorted, cut into lists of at most ``size`` for ``IN (...)``.
@@ -159,7 +167,7 @@ async def rows_where_in(
     """The rows of ``stmt`` whose ``column`` is one of ``values`` (one SELECT per ``in_lists``)."""
     rows: list[Row[*_Ts]] = []
     dialect = backend(session)
-    for chunk in in_lists(values):
+    for chunk in in_lists(values, list_size(dialect)):
         rows.extend((await session.execute(stmt.where(one_of(dialect, column, chunk)))).all())
     return rows
 
@@ -172,7 +180,7 @@ async def execute_where_in(
 ) -> None:
     """Run the UPDATE or DELETE ``stmt`` on the rows whose ``column`` is one of ``values``."""
     dialect = backend(session)
-    for chunk in in_lists(values):
+    for chunk in in_lists(values, list_size(dialect)):
         await session.execute(stmt.where(one_of(dialect, column, chunk)))
 
 

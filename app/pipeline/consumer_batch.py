@@ -28,7 +28,6 @@ from app.pipeline.store import (
     BatchChanges,
     ConsumerStore,
     ParkedRow,
-    now,
     parked_row,
 )
 from app.registry import Registry
@@ -171,7 +170,7 @@ class ConsumerBatch:
                 "aggregate_type": event.aggregate_type,
                 "aggregate_id": event.aggregate_id,
                 "aggregate_version": event.aggregate_version,
-                "applied_at": now(),
+                # applied_at: stamped by ConsumerStore.save, just before the commit
             }
         )
         self._out(Skipped if trip.skip else Applied, item)

@@ -21,6 +21,7 @@ from app.db.dialect import (
     in_lists,
     insert_ignore,
     insert_rows,
+    list_size,
     one_of,
     update_rows,
     upsert,
@@ -42,7 +43,7 @@ FAILURE_UPDATE_COLUMNS = (
 )
 
 
-def _by_type(aggregates: Iterable[Aggregate]) -> Iterable[tuple[str, list[str]]]:
+def _by_type(aggregates: Iterable[Aggregate], size: int) -> Iterable[tuple[str, list[str]]]:
     """``(type, sorted ids)`` chunks. One type per statement, so every lookup is a primary-key
     (or index) range on ``aggregate_id = ANY(...)``: a row-value IN over both columns is
     planned as a filter over every row of the type."""
@@ -50,7 +51,7 @@ def _by_type(aggregates: Iterable[Aggregate]) -> Iterable[tuple[str, list[str]]]
     for agg_type, agg_id in aggregates:
         by_type.setdefault(agg_type, set()).add(agg_id)
     for agg_type in sorted(by_type):
-        for chunk in in_lists(by_type[agg_type]):
+        for chunk in in_lists(by_type[agg_type], size):
             yield agg_type, chunk
 
 
@@ -75,6 +76,7 @@ class ConsumerStore:
         self.session = session
         self.consumer = consumer
         self.dialect = backend(session)
+        self.list_size = list_size(self.dialect)
 
     async def lock_versions(self, aggregates: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
         """Lock (creating if needed) the version rows of ``aggregates``; return their last version.
@@ -132,7 +134,7 @@ class ConsumerStore:
     async def _select_for_update(self, aggs: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
         t = aggregate_version
         found: dict[Aggregate, int | None] = {}
-        for agg_type, ids in _by_type(aggs):
+        for agg_type, ids in _by_type(aggs, self.list_size):
             stmt = (
                 select(t.c.aggregate_id, t.c.last_version)
                 .where(
@@ -150,7 +152,7 @@ class ConsumerStore:
     async def seen_event_ids(self, event_ids: Sequence[str]) -> set[str]:
         """Which of ``event_ids`` this consumer already applied or parked."""
         seen: set[str] = set()
-        for ids in in_lists(event_ids):
+        for ids in in_lists(event_ids, self.list_size):
             consumed = select(consumed_event.c.event_id).where(
                 consumed_event.c.consumer_group == self.consumer,
                 one_of(self.dialect, consumed_event.c.event_id, ids),
@@ -168,7 +170,7 @@ class ConsumerStore:
         """Parked events of ``aggregates`` by version (usually none)."""
         t = parked_event
         result: dict[Aggregate, dict[int, ParkedRow]] = {}
-        for agg_type, ids in _by_type(aggregates):
+        for agg_type, ids in _by_type(aggregates, self.list_size):
             stmt = select(t).where(
                 t.c.consumer_group == self.consumer,
                 t.c.aggregate_type == agg_type,
@@ -191,8 +193,10 @@ class ConsumerStore:
 
     async def save(self, changes: BatchChanges) -> None:
         """Write the batch's dedup records, versions, parked and unparked events, failures."""
-        await insert_rows(self.session, consumed_event, changes.consumed)
         stamp = now()
+        for row in changes.consumed:
+            row["applied_at"] = stamp  # one moment for the batch: its commit follows
+        await insert_rows(self.session, consumed_event, changes.consumed)
         await update_rows(
             self.session,
             aggregate_version,
@@ -209,7 +213,7 @@ class ConsumerStore:
             updated_at=stamp,
         )
         if changes.unparked:
-            for ids in in_lists(changes.unparked):
+            for ids in in_lists(changes.unparked, self.list_size):
                 await self.session.execute(
                     delete(parked_event).where(
                         parked_event.c.consumer_group == self.consumer,

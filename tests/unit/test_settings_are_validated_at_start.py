@@ -38,7 +38,10 @@ def test_defaults() -> None:
     assert settings.broker_url == "kafka://localhost:9092"
     assert settings.redis_url is None
     assert settings.order_topic == "order-event-topic"
-    assert settings.batch_size == 500
+    assert settings.batch_size == 2000
+    assert settings.batch_wait_seconds == 0.05
+    assert settings.fetch_max_wait_ms == 50
+    assert settings.gc_young_threshold == 20_000
     assert settings.unseen_aggregate_policy is UnseenAggregatePolicy.FROM_ONE
     assert settings.migrate_on_start is True
     assert settings.handler_module_names == ["handlers"]
@@ -47,7 +50,7 @@ def test_defaults() -> None:
 
 def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgres://eo:secret@db:5432/orders")
-    monkeypatch.setenv("batch_size", "2000")
+    monkeypatch.setenv("batch_size", "750")
     monkeypatch.setenv("UNSEEN_AGGREGATE_POLICY", "from-first-seen")
     monkeypatch.setenv("MIGRATE_ON_START", "false")
     monkeypatch.setenv("HANDLER_MODULES", "handlers.points, handlers.inventory ,,")
@@ -56,7 +59,7 @@ def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     settings = Settings()
 
     assert settings.database_url == "postgresql+asyncpg://eo:secret@db:5432/orders"
-    assert settings.batch_size == 2000
+    assert settings.batch_size == 750
     assert settings.unseen_aggregate_policy is UnseenAggregatePolicy.FROM_FIRST_SEEN
     assert settings.migrate_on_start is False
     assert settings.handler_module_names == ["handlers.points", "handlers.inventory"]

@@ -16,7 +16,6 @@ import pytest
 
 from app.runtime.garbage import FULL_EVERY, MIDDLE_EVERY, tune_garbage_collector
 from app.runtime.transport import set_fetch_max_wait
-from app.settings import Settings
 
 
 async def test_the_fetch_wait_reaches_the_kafka_consumer() -> None:
@@ -38,10 +37,6 @@ async def test_without_the_setting_faust_would_wait_1500_ms() -> None:
         assert kafka_consumer._fetch_max_wait_ms == 1_500
     finally:
         await kafka_consumer._client.close()
-
-
-def test_the_default_fetch_wait_is_short() -> None:
-    assert Settings().fetch_max_wait_ms == 100
 
 
 @pytest.fixture
