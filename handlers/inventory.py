@@ -4,8 +4,8 @@ Effects are idempotent per order: the reservation rows of an order are
 written once, and the stock counters move only when they are.
 
 Both handlers are batch handlers: one call covers many orders in three
-statements, whatever their number (one more per 500 orders, see
-``app.db.dialect.in_lists``).
+statements, whatever their number (on MySQL and SQLite one more per 500 orders, see
+``app.db.dialect.list_size``).
 """
 
 from __future__ import annotations

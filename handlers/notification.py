@@ -6,8 +6,8 @@ that rolls back. The send is at most once: a crash between the commit and
 the send loses it (the row remains, for a sweeper to resend if that matters).
 
 The handlers are batch handlers: one call writes the rows of many events in
-two statements, whatever their number (one more per 500 events, see
-``app.db.dialect.in_lists``).
+two statements, whatever their number (on MySQL and SQLite one more per 500 events, see
+``app.db.dialect.list_size``).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ A balance may go below zero when the points were spent before the cancel;
 that debt is the business's to settle, not the consumer's to hide.
 
 Both handlers are batch handlers: one call covers many orders in three
-statements, whatever their number (one more per 500 orders, see
-``app.db.dialect.in_lists``).
+statements, whatever their number (on MySQL and SQLite one more per 500 orders, see
+``app.db.dialect.list_size``).
 """
 
 from __future__ import annotations
