@@ -7,7 +7,12 @@ ahead, so memory stays bounded) while the current batch is processed: the two
 overlap, and under load the next batch is full by the time it is wanted.
 
 A batch is what is pending when the processor is free: ``size`` events, or
-fewer once the oldest pending event has waited ``within`` seconds.
+fewer once the oldest pending event has waited ``within`` seconds. With a
+backlog on the broker (``behind``: the newest pending event has at least
+``size`` records after it) a batch that is not full instead waits up to
+``within`` after the processor became free, so that batches grow towards
+``size`` rather than shrinking to what one processing time brings; without a
+backlog, an event waits at most ``within`` plus the batch in hand.
 
 Acks are ours (a ``noack`` stream): a batch's events are acked only after
 ``process`` returned for it, batch after batch in arrival order, so an offset
@@ -26,6 +31,7 @@ from typing import Any
 from app.runtime.acks import withhold
 
 Process = Callable[[list[Any]], Awaitable[None]]
+Behind = Callable[[Any], int]
 
 
 class _Pending:
@@ -44,7 +50,9 @@ class _Pending:
         return batch
 
 
-async def run_batches(stream: Any, size: int, within: float, process: Process) -> None:
+async def run_batches(
+    stream: Any, size: int, within: float, process: Process, behind: Behind | None = None
+) -> None:
     """``process`` each batch, then ack it. Returns when the stream stops; raises what
     ``process`` or the stream raised."""
     loop = asyncio.get_running_loop()
@@ -67,7 +75,7 @@ async def run_batches(stream: Any, size: int, within: float, process: Process) -
     batch: list[Any] = []
     try:
         while True:
-            batch = await _next_batch(pending, reader, size, within, loop)
+            batch = await _next_batch(pending, reader, size, within, behind, loop)
             if not batch:
                 return
             await process(batch)
@@ -87,16 +95,19 @@ async def _next_batch(
     reader: asyncio.Future[Any],
     size: int,
     within: float,
+    behind: Behind | None,
     loop: asyncio.AbstractEventLoop,
 ) -> list[Any]:
     """The next batch; ``[]`` once the reader stopped with nothing pending (raises if it failed)."""
+    free_at = loop.time()
     while not pending.events:
         if reader.done():
             reader.result()  # the reader failed: raise its error here
             return []
         pending.signal.clear()
         await pending.signal.wait()
-    deadline = pending.arrived[0] + within
+    backlog = behind is not None and behind(pending.events[-1]) >= size
+    deadline = (max(pending.arrived[0], free_at) if backlog else pending.arrived[0]) + within
     while len(pending.events) < size and not reader.done():
         left = deadline - loop.time()
         if left <= 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,9 @@ def _agent(
             log.debug("%s: batch of %d, %d outcomes", name, len(events), len(outcomes))
 
         # Acked batch by batch, only after process() returned: after the commit.
-        await run_batches(stream, settings.batch_size, settings.batch_wait_seconds, process)
+        await run_batches(
+            stream, settings.batch_size, settings.batch_wait_seconds, process, _behind(app)
+        )
 
     # A crash (a bug, not an event's failure) stops the whole worker: restarting just
     # the agent would go on past the withheld batch, and a later commit could cover it.
@@ -106,6 +109,20 @@ def _agent(
     app.agent(topic, name=f"effectively-once:{name}", supervisor_strategy=CrashingSupervisor)(
         consume
     )
+
+
+def _behind(app: faust.App) -> Callable[[Any], int]:
+    """How many records the broker holds after ``event`` in its partition (0: unknown)."""
+
+    def behind(event: Any) -> int:
+        message = event.message
+        try:
+            highwater = app.consumer.highwater(message.tp)
+        except Exception:  # not assigned (any more): no backlog to speak of
+            return 0
+        return 0 if highwater is None else max(0, highwater - message.offset - 1)
+
+    return behind
 
 
 async def _sleep_until_due(records: list[RawRecord]) -> None:

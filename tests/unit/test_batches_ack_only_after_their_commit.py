@@ -164,3 +164,59 @@ async def test_a_failing_batch_and_what_was_read_ahead_are_withheld_not_acked() 
     assert [e.message.offset for e in seen] == list(range(20))
     withheld = [e.message.offset for e in stream.handed if e.message.acked]
     assert withheld == stream.read[10:]  # the failed batch and the one read ahead
+
+
+@dataclass
+class PushedStream(FakeStream):
+    """Hands out the events the test pushes, when it pushes them."""
+
+    queue: asyncio.Queue[int] = field(default_factory=asyncio.Queue)
+
+    async def events(self) -> AsyncIterator[FakeEvent]:
+        while True:
+            offset = await self.queue.get()
+            self.read.append(offset)
+            yield FakeEvent(FakeMessage(offset))
+
+
+async def batches_with(behind: Any) -> list[list[int]]:
+    """Events 0-9 at once; 10-19 while their batch is processed (0.3 s); 20-24 just after.
+
+    Without a backlog the second batch goes as soon as the processor is free (its oldest
+    event waited longer than ``within``); with one, it waits ``within`` more and
+    takes 20-24 along.
+    """
+    stream = PushedStream(count=0)
+    taken: list[list[int]] = []
+
+    async def process(batch: list[Any]) -> None:
+        taken.append(offsets(batch))
+        if len(taken) == 1:
+            await asyncio.sleep(0.3)
+
+    task = asyncio.ensure_future(run_batches(stream, 100, 0.2, process, behind))
+    for offset in range(10):
+        stream.queue.put_nowait(offset)
+    await asyncio.sleep(0.25)  # the first batch went at ~0.2 s and is being processed
+    for offset in range(10, 20):
+        stream.queue.put_nowait(offset)
+    await asyncio.sleep(0.35)  # the processor got free at ~0.5 s
+    for offset in range(20, 25):
+        stream.queue.put_nowait(offset)
+    await asyncio.sleep(0.4)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return taken
+
+
+async def test_without_a_backlog_a_batch_goes_as_soon_as_its_oldest_event_waited_within() -> None:
+    taken = await batches_with(behind=lambda event: 0)
+
+    assert taken == [list(range(10)), list(range(10, 20)), list(range(20, 25))]
+
+
+async def test_with_a_backlog_a_batch_waits_within_after_the_processor_got_free() -> None:
+    taken = await batches_with(behind=lambda event: 1_000)
+
+    assert taken == [list(range(10)), list(range(10, 25))]
