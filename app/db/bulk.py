@@ -1,34 +1,53 @@
 """Many rows in one statement, on PostgreSQL.
 
-A batch's rows travel as one array parameter per column and come back out of
-``unnest``: one statement, one prepared plan and one execution whatever the row
-count, instead of an executemany that binds and runs the statement once per row.
+A batch's rows travel as one parameter and come back out as a row source: one
+statement, one prepared plan and one execution whatever the row count, instead
+of an executemany that binds and runs the statement once per row. The rows go
+as one JSON text read by ``json_populate_recordset`` (typed by the table's own
+row type), which costs the worker one ``orjson.dumps``; a table with binary
+columns (JSON has no bytes) gets one array parameter per column and ``unnest``.
 The statements are built once per table and column set and cached; a call only
-gathers the column arrays. ``app.db.dialect`` uses them on PostgreSQL and an
+serialises the rows. ``app.db.dialect`` uses them on PostgreSQL and an
 executemany on the other databases.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, Update, any_, bindparam, select, update
+import orjson
+from sqlalchemy import (
+    ColumnElement,
+    LargeBinary,
+    String,
+    Table,
+    Update,
+    any_,
+    bindparam,
+    cast,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import Insert
 from sqlalchemy.sql import TableValuedAlias, func
 from sqlalchemy.sql.dml import ReturningInsert
 
 Rows = Sequence[Mapping[str, Any]]
-Params = dict[str, list[Any]]
+Params = dict[str, Any]
 
 PLAIN = ("plain",)
 IGNORE = ("ignore",)
 
 
-def params(rows: Rows) -> Params:
-    """The array parameters of ``rows`` (every row with the same keys)."""
+def params(table: Table, rows: Rows) -> Params:
+    """The parameters that carry ``rows`` (every row with the same keys) into ``table``."""
+    if _as_json(table):
+        return {"u_rows": orjson.dumps(list(rows), default=_decimal, option=_NAIVE_UTC).decode()}
     return {f"u_{name}": [row[name] for row in rows] for name in rows[0]}
 
 
@@ -39,13 +58,13 @@ def columns_of(rows: Rows) -> tuple[str, ...]:
 
 @cache
 def insert(table: Table, columns: tuple[str, ...], conflict: tuple[str, ...] = PLAIN) -> Insert:
-    """``INSERT INTO table (columns) SELECT * FROM unnest(:u_<column>, ...)``.
+    """``INSERT INTO table (columns) SELECT columns FROM <the rows>``.
 
     ``conflict``: ``PLAIN`` (a duplicate key raises), ``IGNORE`` (skip it),
     ``("add", key, column)`` (add the new value to the stored one) or
     ``("overwrite", *columns)`` (replace those columns of the stored row).
     """
-    source = _unnested(table, columns)
+    source = _rows(table, columns)
     stmt = postgresql.insert(table).from_select(list(columns), select(*source.c))
     kind, *args = conflict
     if kind == "ignore":
@@ -83,11 +102,11 @@ def lock_or_insert(
 
 @cache
 def update_from(table: Table, columns: tuple[str, ...], keys: tuple[str, ...]) -> Update:
-    """``UPDATE table SET <other columns> FROM unnest(...) WHERE <keys> match``.
+    """``UPDATE table SET <other columns> FROM <the rows> WHERE <keys> match``.
 
     Constant values for every row are added with ``.values()`` by the caller.
     """
-    source = _unnested(table, columns)
+    source = _rows(table, columns)
     return (
         update(table)
         .where(*(table.c[name] == source.c[name] for name in keys))
@@ -101,7 +120,26 @@ def any_of(column: ColumnElement[Any], values: Sequence[str]) -> ColumnElement[b
     return column == any_(array)
 
 
-def _unnested(table: Table, columns: tuple[str, ...]) -> TableValuedAlias:
+_NAIVE_UTC = orjson.OPT_NAIVE_UTC  # a naive datetime counts as UTC (ours are all aware)
+
+
+def _decimal(value: Any) -> str:
+    """JSON for what orjson leaves out: a ``Decimal`` as its exact text; anything else raises."""
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"cannot send {type(value).__name__} as JSON: {value!r}")
+
+
+def _as_json(table: Table) -> bool:
+    return not any(isinstance(column.type, LargeBinary) for column in table.columns)
+
+
+def _rows(table: Table, columns: tuple[str, ...]) -> TableValuedAlias:
+    """The row source of ``columns``: ``json_populate_recordset`` or ``unnest``."""
+    if _as_json(table):
+        row_type: ColumnElement[Any] = literal_column(f'NULL::"{table.name}"')
+        text = cast(bindparam("u_rows", type_=String), postgresql.JSON)
+        return func.json_populate_recordset(row_type, text).table_valued(*columns)
     arrays = [
         bindparam(f"u_{name}", type_=postgresql.ARRAY(table.c[name].type)) for name in columns
     ]

@@ -49,7 +49,7 @@ async def insert_ignore(
     dialect = backend(session)
     if dialect == "postgresql":
         await session.execute(
-            bulk.insert(table, bulk.columns_of(rows), bulk.IGNORE), bulk.params(rows)
+            bulk.insert(table, bulk.columns_of(rows), bulk.IGNORE), bulk.params(table, rows)
         )
     else:
         await session.execute(insert_ignore_stmt(dialect, table), list(rows))
@@ -60,7 +60,7 @@ async def insert_rows(session: AsyncSession, table: Table, rows: Sequence[dict[s
     if not rows:
         return
     if backend(session) == "postgresql":
-        await session.execute(bulk.insert(table, bulk.columns_of(rows)), bulk.params(rows))
+        await session.execute(bulk.insert(table, bulk.columns_of(rows)), bulk.params(table, rows))
     else:
         await session.execute(table.insert(), list(rows))
 
@@ -85,7 +85,7 @@ async def update_rows(
         stmt = bulk.update_from(table, columns, tuple(keys))
         if constants:
             stmt = stmt.values(constants)
-        await session.execute(stmt, bulk.params(rows), execution_options=options)
+        await session.execute(stmt, bulk.params(table, rows), execution_options=options)
         return
     changed = [name for name in columns if name not in keys]
     stmt = (
@@ -120,7 +120,7 @@ async def add_to_counter(
     dialect = backend(session)
     if dialect == "postgresql":
         stmt = bulk.insert(table, bulk.columns_of(rows), ("add", key, column))
-        await session.execute(stmt, bulk.params(rows))
+        await session.execute(stmt, bulk.params(table, rows))
     else:
         await session.execute(add_on_conflict_stmt(dialect, table, key, column), list(rows))
 
@@ -210,6 +210,6 @@ async def upsert(
     dialect = backend(session)
     if dialect == "postgresql":
         stmt = bulk.insert(table, bulk.columns_of(rows), ("overwrite", *update_columns))
-        await session.execute(stmt, bulk.params(rows))
+        await session.execute(stmt, bulk.params(table, rows))
     else:
         await session.execute(upsert_stmt(dialect, table, update_columns), list(rows))

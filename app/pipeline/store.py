@@ -128,7 +128,7 @@ class ConsumerStore:
             "last_version",
             ("aggregate_type", "aggregate_id", "last_version"),
         )
-        result = await self.session.execute(stmt, bulk.params(rows))
+        result = await self.session.execute(stmt, bulk.params(aggregate_version, rows))
         return {(agg_type, agg_id): last for agg_type, agg_id, last in result}
 
     async def _select_for_update(self, aggs: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
