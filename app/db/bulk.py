@@ -137,7 +137,8 @@ def _as_json(table: Table) -> bool:
 def _rows(table: Table, columns: tuple[str, ...]) -> TableValuedAlias:
     """The row source of ``columns``: ``json_populate_recordset`` or ``unnest``."""
     if _as_json(table):
-        row_type: ColumnElement[Any] = literal_column(f'NULL::"{table.name}"')
+        name = ".".join(f'"{part}"' for part in (table.schema, table.name) if part)
+        row_type: ColumnElement[Any] = literal_column(f"NULL::{name}")
         text = cast(bindparam("u_rows", type_=String), postgresql.JSON)
         return func.json_populate_recordset(row_type, text).table_valued(*columns)
     arrays = [
