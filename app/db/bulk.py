@@ -130,6 +130,7 @@ def _decimal(value: Any) -> str:
     raise TypeError(f"cannot send {type(value).__name__} as JSON: {value!r}")
 
 
+@cache
 def _as_json(table: Table) -> bool:
     return not any(isinstance(column.type, LargeBinary) for column in table.columns)
 

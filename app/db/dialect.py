@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVarTuple
 
 from sqlalchemy import (
@@ -44,25 +44,32 @@ async def insert_ignore(
     session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]
 ) -> None:
     """Insert ``rows``, skipping those whose key exists (one statement)."""
-    if not rows:
-        return
-    dialect = backend(session)
-    if dialect == "postgresql":
-        await session.execute(
-            bulk.insert(table, bulk.columns_of(rows), bulk.IGNORE), bulk.params(table, rows)
-        )
-    else:
-        await session.execute(insert_ignore_stmt(dialect, table), list(rows))
+    await _insert_many(
+        session, table, rows, bulk.IGNORE, lambda dialect: insert_ignore_stmt(dialect, table)
+    )
 
 
 async def insert_rows(session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]) -> None:
     """Insert ``rows`` (every one with the same keys) in one statement; a duplicate key raises."""
+    await _insert_many(session, table, rows, bulk.PLAIN, lambda _: table.insert())
+
+
+async def _insert_many(
+    session: AsyncSession,
+    table: Table,
+    rows: Sequence[dict[str, Any]],
+    conflict: tuple[str, ...],
+    executemany: Callable[[str], Insert],
+) -> None:
+    """``rows`` in one ``bulk.insert`` on PostgreSQL; elsewhere ``executemany(dialect)`` per row."""
     if not rows:
         return
-    if backend(session) == "postgresql":
-        await session.execute(bulk.insert(table, bulk.columns_of(rows)), bulk.params(table, rows))
+    dialect = backend(session)
+    if dialect == "postgresql":
+        stmt = bulk.insert(table, bulk.columns_of(rows), conflict)
+        await session.execute(stmt, bulk.params(table, rows))
     else:
-        await session.execute(table.insert(), list(rows))
+        await session.execute(executemany(dialect), list(rows))
 
 
 async def update_rows(
@@ -115,14 +122,13 @@ async def add_to_counter(
     session: AsyncSession, table: Table, key: str, column: str, rows: Sequence[dict[str, Any]]
 ) -> None:
     """For each row, create it or add its ``column`` to the stored value."""
-    if not rows:
-        return
-    dialect = backend(session)
-    if dialect == "postgresql":
-        stmt = bulk.insert(table, bulk.columns_of(rows), ("add", key, column))
-        await session.execute(stmt, bulk.params(table, rows))
-    else:
-        await session.execute(add_on_conflict_stmt(dialect, table, key, column), list(rows))
+    await _insert_many(
+        session,
+        table,
+        rows,
+        ("add", key, column),
+        lambda dialect: add_on_conflict_stmt(dialect, table, key, column),
+    )
 
 
 IN_LIST_SIZE = 500
@@ -205,11 +211,10 @@ async def upsert(
     update_columns: Sequence[str],
 ) -> None:
     """Insert ``rows`` or overwrite ``update_columns`` where the key exists (one statement)."""
-    if not rows:
-        return
-    dialect = backend(session)
-    if dialect == "postgresql":
-        stmt = bulk.insert(table, bulk.columns_of(rows), ("overwrite", *update_columns))
-        await session.execute(stmt, bulk.params(table, rows))
-    else:
-        await session.execute(upsert_stmt(dialect, table, update_columns), list(rows))
+    await _insert_many(
+        session,
+        table,
+        rows,
+        ("overwrite", *update_columns),
+        lambda dialect: upsert_stmt(dialect, table, update_columns),
+    )

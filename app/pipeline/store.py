@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import bulk
 from app.db.dialect import (
     backend,
+    execute_where_in,
     in_lists,
     insert_ignore,
     insert_rows,
@@ -91,37 +92,14 @@ class ConsumerStore:
         versions = await self._select_for_update(wanted)
         missing = [agg for agg in wanted if agg not in versions]
         if missing:
-            stamp = now()
-            await insert_ignore(
-                self.session,
-                aggregate_version,
-                [
-                    {
-                        "consumer_group": self.consumer,
-                        "aggregate_type": agg_type,
-                        "aggregate_id": agg_id,
-                        "last_version": None,
-                        "updated_at": stamp,
-                    }
-                    for agg_type, agg_id in missing
-                ],
-            )
+            await insert_ignore(self.session, aggregate_version, self._new_version_rows(missing))
             # Another worker may have inserted some of them first: lock what is there now.
             versions.update(await self._select_for_update(missing))
         return versions
 
     async def _lock_or_insert(self, wanted: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
         """PostgreSQL: the three steps above in one statement (``bulk.lock_or_insert``)."""
-        stamp = now()
-        rows = [
-            {
-                "consumer_group": self.consumer,
-                "aggregate_type": agg_type,
-                "aggregate_id": agg_id,
-                "updated_at": stamp,
-            }
-            for agg_type, agg_id in wanted
-        ]
+        rows = self._new_version_rows(wanted)
         stmt = bulk.lock_or_insert(
             aggregate_version,
             bulk.columns_of(rows),
@@ -130,6 +108,20 @@ class ConsumerStore:
         )
         result = await self.session.execute(stmt, bulk.params(aggregate_version, rows))
         return {(agg_type, agg_id): last for agg_type, agg_id, last in result}
+
+    def _new_version_rows(self, aggregates: Sequence[Aggregate]) -> list[dict[str, Any]]:
+        """``aggregate_version`` rows for ``aggregates`` that were never applied."""
+        stamp = now()
+        return [
+            {
+                "consumer_group": self.consumer,
+                "aggregate_type": agg_type,
+                "aggregate_id": agg_id,
+                "last_version": None,
+                "updated_at": stamp,
+            }
+            for agg_type, agg_id in aggregates
+        ]
 
     async def _select_for_update(self, aggs: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
         t = aggregate_version
@@ -212,14 +204,12 @@ class ConsumerStore:
             ],
             updated_at=stamp,
         )
-        if changes.unparked:
-            for ids in in_lists(changes.unparked, self.list_size):
-                await self.session.execute(
-                    delete(parked_event).where(
-                        parked_event.c.consumer_group == self.consumer,
-                        one_of(self.dialect, parked_event.c.event_id, ids),
-                    )
-                )
+        await execute_where_in(
+            self.session,
+            delete(parked_event).where(parked_event.c.consumer_group == self.consumer),
+            parked_event.c.event_id,
+            changes.unparked,
+        )
         await insert_rows(self.session, parked_event, changes.parked)
         await upsert(self.session, failed_event, changes.failed, FAILURE_UPDATE_COLUMNS)
         await update_rows(

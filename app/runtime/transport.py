@@ -16,23 +16,19 @@ import faust
 from faust.transport.drivers import aiokafka as driver
 
 
-class _ConsumerThread(driver.AIOKafkaConsumerThread):
-    fetch_max_wait_ms = 1_500
-
-    def _create_worker_consumer(self, transport: Any) -> Any:
-        consumer = super()._create_worker_consumer(transport)
-        # Read by AIOKafkaConsumer.start(), which builds the fetcher; start() comes after this.
-        consumer._fetch_max_wait_ms = self.fetch_max_wait_ms
-        return consumer
-
-
 def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
     """faust's aiokafka ``Consumer`` whose fetches wait at most ``fetch_max_wait_ms``."""
-    thread = type("ConsumerThread", (_ConsumerThread,), {"fetch_max_wait_ms": fetch_max_wait_ms})
+
+    class ConsumerThread(driver.AIOKafkaConsumerThread):
+        def _create_worker_consumer(self, transport: Any) -> Any:
+            consumer = super()._create_worker_consumer(transport)
+            # Read by AIOKafkaConsumer.start(), which builds the fetcher; start() comes after.
+            consumer._fetch_max_wait_ms = fetch_max_wait_ms
+            return consumer
 
     class Consumer(driver.Consumer):
         def _new_consumer_thread(self) -> driver.AIOKafkaConsumerThread:
-            return thread(self, loop=self.loop, beacon=self.beacon)
+            return ConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
     return Consumer
 
