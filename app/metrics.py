@@ -34,7 +34,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from app.pipeline.outcomes import Outcome
+from app.pipeline.outcomes import Kind, Outcome
 from app.prefilter.stage import SKIPPED as PREFILTER_SKIPPED
 from dlq.policy import DeadReason
 from dlq.topics import RETRY_INFIX
@@ -221,21 +221,24 @@ def record_outcomes(outcomes: Sequence[Outcome], batch_seconds: float, batch_siz
     BATCH_DURATION.observe(batch_seconds)
     BATCH_SIZE.observe(batch_size)
     # Counted per label set, not per event: one increment per distinct outcome of the batch.
-    events: collections.Counter[tuple[str, str, str]] = collections.Counter()
+    by_kind = collections.Counter((o.consumer, o.kind, o.event_type) for o in outcomes)
+    for (consumer, kind, event_type), count in by_kind.items():
+        EVENTS.labels(consumer, str(kind), _event_type_label(event_type)).inc(count)
     duplicates: collections.Counter[tuple[str, str]] = collections.Counter()
     retries: collections.Counter[tuple[str, str]] = collections.Counter()
     dead: collections.Counter[tuple[str, str]] = collections.Counter()
     for outcome in outcomes:
-        kind = str(outcome.kind)
-        events[(outcome.consumer, kind, _event_type_label(outcome.event_type))] += 1
-        if kind == "duplicate":
+        kind = outcome.kind
+        if kind == Kind.APPLIED:
+            continue
+        if kind == Kind.DUPLICATE:
             source = "prefilter" if outcome.detail == PREFILTER_SKIPPED else "database"
             duplicates[(outcome.consumer, source)] += 1
-        elif kind == "retried":  # detail: the retry topic the event went to
+        elif kind == Kind.RETRIED:  # detail: the retry topic the event went to
             retries[(outcome.consumer, outcome.detail.rpartition(RETRY_INFIX)[2])] += 1
-        elif kind in ("dead-lettered", "poison"):  # detail: the dlt-reason
+        elif kind in (Kind.DEAD_LETTERED, Kind.POISON):  # detail: the dlt-reason
             dead[(outcome.consumer, _dead_reason(outcome.detail))] += 1
-    for counter, metric in ((events, EVENTS), (duplicates, DUPLICATES), (retries, RETRIES)):
+    for counter, metric in ((duplicates, DUPLICATES), (retries, RETRIES)):
         for labels, count in counter.items():
             metric.labels(*labels).inc(count)
     for labels, count in dead.items():

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 ModelT = TypeVar("ModelT", bound=type[BaseModel])
 
 _MODELS: dict[tuple[str, int], type[BaseModel]] = {}
+_TYPES: set[str] = set()  # the eventTypes of _MODELS, asked once per outcome
 
 
 def event_model(event_type: str, version: int = 1) -> Callable[[ModelT], ModelT]:
@@ -22,6 +23,7 @@ def event_model(event_type: str, version: int = 1) -> Callable[[ModelT], ModelT]
                 f"{event_type} v{version} already has a model: {existing.__qualname__}"
             )
         _MODELS[(event_type, version)] = model
+        _TYPES.add(event_type)
         return model
 
     return register
@@ -34,9 +36,9 @@ def model_for(event_type: str, version: int) -> type[BaseModel] | None:
 
 def is_known_event_type(event_type: str) -> bool:
     """True when at least one version of ``event_type`` has a model."""
-    return any(known == event_type for known, _ in _MODELS)
+    return event_type in _TYPES
 
 
 def known_event_types() -> set[str]:
     """Every eventType with at least one model."""
-    return {known for known, _ in _MODELS}
+    return set(_TYPES)

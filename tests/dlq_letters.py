@@ -3,7 +3,6 @@ DLQ command's unit tests: no broker, no database."""
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
@@ -42,7 +41,7 @@ def letter(
     """
     partition, offset = original
     source = RawRecord(BASE, partition, offset, aggregate.encode(), value, ORIGINAL_HEADERS, 1_000)
-    trip = dataclasses.replace(Trip.of(source), replay_count=replay_count)
+    trip = Trip.of(source)._replace(replay_count=replay_count)
     event = SimpleNamespace(
         event_id=event_id,
         event_type="OrderPaid",

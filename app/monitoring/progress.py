@@ -71,9 +71,10 @@ class Progress:
                 outcomes = await process(records)
         finally:
             self._in_flight.pop(token, None)
-        for record in records:
-            tp = (record.topic, record.partition)
-            self._next[tp] = max(self._next.get(tp, 0), record.offset + 1)
+        # A partition's records come in offset order: its last one in the batch is its newest.
+        newest = {(record.topic, record.partition): record.offset for record in records}
+        for tp, offset in newest.items():
+            self._next[tp] = max(self._next.get(tp, 0), offset + 1)
         metrics.record_outcomes(outcomes, time.monotonic() - started, len(records))
         log_outcomes(outcomes)
         return outcomes
@@ -81,8 +82,13 @@ class Progress:
     def _oldest_due(self, records: Sequence[RawRecord]) -> float:
         """When the batch's oldest record became due: its timestamp, or for a retry record
         its ``retry-due-at`` (the wait in a retry tier is intended, not a delay)."""
-        due = []
+        # Records without headers (the main topic's) are due when produced.
+        due = [
+            r.timestamp_ms / 1000 for r in records if not r.headers and r.timestamp_ms is not None
+        ]
         for record in records:
+            if not record.headers:
+                continue
             at = record.timestamp_ms / 1000 if record.timestamp_ms is not None else None
             retry_due = Trip.of(record).due_at
             if retry_due is not None:
@@ -124,11 +130,13 @@ class Progress:
 
 def log_outcomes(outcomes: Sequence[Outcome]) -> None:
     """One line per outcome, fields in ``extra`` (``LOG_FORMAT=json`` turns them into keys)."""
+    if not log.isEnabledFor(logging.DEBUG):  # the common case: notable outcomes only
+        if not log.isEnabledFor(logging.INFO):
+            return
+        outcomes = [outcome for outcome in outcomes if outcome.kind in _NOTABLE]
     for outcome in outcomes:
         kind = str(outcome.kind)
         level = logging.INFO if kind in _NOTABLE else logging.DEBUG
-        if not log.isEnabledFor(level):
-            continue
         extra = {
             "eventId": outcome.event_id,
             "consumer": outcome.consumer,

@@ -105,7 +105,8 @@ class ConsumerBatch:
         elif await self._apply(item):
             self._versions[agg] = version
             self._changes.versions[agg] = version
-            await self._drain(agg)
+            if agg in self._parked_here or agg in self._parked_db:
+                await self._drain(agg)
 
     async def _drain(self, agg: Aggregate) -> None:
         """Apply the parked successors of ``agg`` while they form an unbroken chain."""
