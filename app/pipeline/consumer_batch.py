@@ -32,6 +32,7 @@ from app.pipeline.store import (
 )
 from app.registry import Registry
 from app.settings import UnseenAggregatePolicy
+from dlq.dead import FailureStatus
 from dlq.records import OutRecord
 
 
@@ -161,7 +162,9 @@ class ConsumerBatch:
                 )
                 return False
         if trip.consumer is not None:
-            self._changes.resolve(trip, "skipped" if trip.skip else "resolved")
+            self._changes.resolve(
+                trip, FailureStatus.SKIPPED if trip.skip else FailureStatus.RESOLVED
+            )
         event = item.event
         self._changes.consumed.append(
             {

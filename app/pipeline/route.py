@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from app.db.tables import failed_event
 from app.pipeline.apply import HandlerFailed
 from app.pipeline.decode import Decoded, Poison
 from app.pipeline.outcomes import Kind
 from app.records import RawRecord, headers_to_json
+from dlq.dead import FailureStatus
 from dlq.policy import DeadReason, RetryPolicy, route
 from dlq.records import Failure, OutRecord, dead_letter_record, original_headers, retry_record
 from dlq.topics import dlt_topic
@@ -54,12 +56,13 @@ class FailureRouter:
         if next_stop.dead is None:
             out = retry_record(item.record, trip, failure, next_stop)
             row = _row(consumer, item.record, trip, item.event, failed.reason, failure, attempts)
-            return Routed(out, row | {"status": "retrying"}, Kind.RETRIED, out.topic)
+            return Routed(out, row | {"status": FailureStatus.RETRYING}, Kind.RETRIED, out.topic)
         out = dead_letter_record(
             item.record, trip, failure, next_stop.dead, attempts, next_stop.topic
         )
         row = _row(consumer, item.record, trip, item.event, next_stop.dead.value, failure, attempts)
-        return Routed(out, row | {"status": "dead"}, Kind.DEAD_LETTERED, next_stop.dead.value)
+        dead = row | {"status": FailureStatus.DEAD}
+        return Routed(out, dead, Kind.DEAD_LETTERED, next_stop.dead.value)
 
     def poison(self, poison: Poison) -> Routed:
         """Bytes that are no event go to the DLT once, for no consumer in particular."""
@@ -69,7 +72,7 @@ class FailureRouter:
         topic = dlt_topic(self.policy.base_topic)
         out = dead_letter_record(poison.record, poison.trip, failure, reason, 1, topic)
         row = _row("", poison.record, poison.trip, poison.envelope, reason.value, failure, 1)
-        return Routed(out, row | {"status": "dead"}, Kind.POISON, reason.value)
+        return Routed(out, row | {"status": FailureStatus.DEAD}, Kind.POISON, reason.value)
 
 
 def _row(
@@ -93,7 +96,7 @@ def _row(
         "aggregate_id": getattr(event, "aggregate_id", None),
         "aggregate_version": getattr(event, "aggregate_version", None),
         "reason": reason,
-        "exception_type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+        "exception_type": _exception_type(exc),
         "exception_message": str(exc)[:4000],
         "record_key": record.key,
         "record_value": record.value,
@@ -102,3 +105,15 @@ def _row(
         "first_failed_at": trip.first_failure_at or failure.at,
         "last_failed_at": failure.at,
     }
+
+
+EXCEPTION_TYPE_MAX: int = failed_event.c.exception_type.type.length  # type: ignore[attr-defined]
+
+
+def _exception_type(exc: BaseException) -> str:
+    """``module.QualifiedName`` of ``exc``'s class; if longer than its column, the start
+    gives way (the class name is the end), so that the row is always written."""
+    name = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    if len(name) <= EXCEPTION_TYPE_MAX:
+        return name
+    return "..." + name[-(EXCEPTION_TYPE_MAX - 3) :]

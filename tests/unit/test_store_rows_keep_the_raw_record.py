@@ -9,8 +9,8 @@ failure row carries the attempt count, status and the router's clock as
 its row keyed by its ORIGINAL topic, partition and offset, stores only the
 original headers (none this framework added) and keeps its first failure time.
 A failure of a record that never became an event has NULL identity columns. The
-exception is stored as its qualified type name and its message (cut at 4,000
-characters). Timestamps are timezone-aware UTC. ``BatchChanges.empty()`` never
+exception is stored as its qualified type name (its start cut to fit the column,
+so that the row is always written) and its message (cut at 4,000 characters). Timestamps are timezone-aware UTC. ``BatchChanges.empty()`` never
 shares state.
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from app.db.tables import failed_event
 from app.pipeline.apply import HandlerFailed
 from app.pipeline.decode import Decoded, Poison, decode
 from app.pipeline.route import FailureRouter
@@ -185,6 +186,17 @@ def test_a_huge_exception_message_is_cut() -> None:
     row = failure_row(decoded(), ValueError("x" * 10_000))
 
     assert row["exception_message"] == "x" * 4000
+
+
+def test_an_exception_type_longer_than_its_column_keeps_its_class_name() -> None:
+    long_name = "Failure" + "Nested" * 40
+    cause = type(long_name, (ValueError,), {})("x")
+
+    exception_type = failure_row(decoded(), cause)["exception_type"]
+
+    assert len(exception_type) == failed_event.c.exception_type.type.length == 200
+    assert exception_type.startswith("...")
+    assert exception_type.endswith("Nested" * 30)
 
 
 def test_now_is_timezone_aware_utc() -> None:
