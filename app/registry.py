@@ -6,7 +6,7 @@ Registration mistakes raise ``ConfigurationError`` at import, not at 3 a.m.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,8 @@ class Registry:
     """Every handler, grouped by consumer and event type."""
 
     _by_consumer: dict[str, dict[str, list[HandlerSpec]]] = field(default_factory=dict)
+    # Consumers the handler modules register that another deployment runs (``only``).
+    elsewhere: frozenset[str] = frozenset()
 
     def add(self, spec: HandlerSpec) -> None:
         """Register ``spec``; the same function twice for one event and consumer is a mistake."""
@@ -59,6 +61,17 @@ class Registry:
     def handlers_for(self, consumer: str, event_type: str) -> list[HandlerSpec]:
         """The handlers ``consumer`` runs for ``event_type`` (often none)."""
         return self._by_consumer.get(consumer, {}).get(event_type, [])
+
+    def only(self, consumers: Sequence[str]) -> Registry:
+        """A registry of ``consumers``' handlers alone; a name none registered is a mistake."""
+        unknown = sorted(set(consumers) - set(self._by_consumer))
+        if unknown:
+            raise ConfigurationError(
+                f"CONSUMERS: no @handler registers {', '.join(map(repr, unknown))}; "
+                f"the handler modules register {', '.join(map(repr, self.consumers))}"
+            )
+        kept = {name: self._by_consumer[name] for name in consumers}
+        return Registry(kept, frozenset(self._by_consumer) - set(kept))
 
     def clear(self) -> None:
         """Forget every handler (tests only)."""

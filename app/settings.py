@@ -44,6 +44,7 @@ class Settings(BaseSettings):
     order_topic_partitions: int = Field(default=8, ge=1)
     app_id: str = "order-consumers"
     handler_modules: str = "handlers"
+    consumers: str = ""
     batch_size: int = Field(default=2_000, ge=1, le=100_000)
     batch_wait_seconds: float = Field(default=0.05, gt=0, le=60)
     fetch_max_wait_ms: int = Field(default=50, ge=0, le=60_000)
@@ -86,7 +87,16 @@ class Settings(BaseSettings):
     @property
     def handler_module_names(self) -> list[str]:
         """The modules imported at start so that their ``@handler``s register."""
-        return [name.strip() for name in self.handler_modules.split(",") if name.strip()]
+        return _names(self.handler_modules)
+
+    @property
+    def consumer_names(self) -> list[str]:
+        """The consumers this worker runs; empty: every one its handler modules register."""
+        return _names(self.consumers)
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def parse_delays(text: str) -> tuple[float, ...]:

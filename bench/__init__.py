@@ -19,7 +19,7 @@ Modules: ``options`` (knobs), ``workload``, ``worker`` (processes and their
 environment), ``monitor`` (progress from faust's monitor), ``database``,
 ``session`` (measuring one worker), ``source`` (code fingerprint),
 ``prefilter_keys``, ``scenarios``, ``latency``, ``results``, ``table``, ``run``
-and ``cli``; ``bare_app`` and ``one_consumer`` are what the
-workers load. ``--smoke`` runs it all on ~1.5k events and checks only
-correctness; the integration test ``test_bench_smoke`` runs that.
+and ``cli``; ``bare_app`` is what the bare agent's worker loads. ``--smoke``
+runs it all on ~1.5k events and checks only correctness; the integration test
+``test_bench_smoke`` runs that.
 """

@@ -69,7 +69,7 @@ async def framework_latency(session: Session, setup: Framework, rate: float) -> 
             config,
             app_id=session.app_id(f"latency-{setup.name}"),
             database_url=session.database.sqlalchemy_url,
-            handler_modules=setup.handler_modules,
+            consumers=setup.consumers,
         )
 
     workload, sent_at = await paced_run(session, setup.name, rate, env, "app")

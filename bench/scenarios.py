@@ -32,16 +32,15 @@ MISMATCHES_IN_DETAIL = 5
 
 @dataclass(frozen=True)
 class Framework:
-    """A framework configuration: which handler modules, so which consumers."""
+    """A framework configuration: which of the example consumers its worker runs."""
 
     name: str
     label: str
-    handler_modules: str
     consumers: tuple[str, ...]
 
 
-ONE = Framework("one", "framework, 1 consumer", "bench.one_consumer", ("points-service",))
-THREE = Framework("three", "framework, 3 consumers", "handlers", CONSUMERS)
+ONE = Framework("one", "framework, 1 consumer", ("points-service",))
+THREE = Framework("three", "framework, 3 consumers", CONSUMERS)
 THREE_REDIS = replace(THREE, name="three-redis", label="framework, 3 consumers, Redis")
 
 
@@ -106,7 +105,7 @@ def framework_env(
         session.config if topic is None else session.on_topic(topic),
         app_id=app_id,
         database_url=session.database.sqlalchemy_url,
-        handler_modules=setup.handler_modules,
+        consumers=setup.consumers,
         redis_url=session.options.redis_url if redis else "",
         prefilter_prefix=session.prefilter_prefix if redis else "",
     )

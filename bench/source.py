@@ -13,7 +13,7 @@ from pathlib import Path
 import app
 
 PACKAGES = ("app", "handlers", "schemas", "dlq")
-WORKER_MODULES = ("bench/bare_app.py", "bench/one_consumer.py")  # what the bench's workers load
+WORKER_MODULES = ("bench/bare_app.py",)  # what the bench's workers load besides PACKAGES
 ROOT = Path(app.__file__).resolve().parent.parent
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.demo.worker import WorkerProcess
@@ -25,7 +26,7 @@ def worker_env(
     *,
     app_id: str,
     database_url: str = "",
-    handler_modules: str = "handlers",
+    consumers: Sequence[str] = (),
     redis_url: str = "",
     prefilter_prefix: str = "",
 ) -> dict[str, str]:
@@ -43,7 +44,8 @@ def worker_env(
         "ORDER_TOPIC_PARTITIONS": str(config.partitions),
         "APP_ID": app_id,
         "DATABASE_URL": database_url,
-        "HANDLER_MODULES": handler_modules,
+        "HANDLER_MODULES": "handlers",  # the example consumers
+        "CONSUMERS": ",".join(consumers),  # empty: all of them
         "REDIS_URL": redis_url,
         "BATCH_SIZE": str(config.batch_size),
         "BATCH_WAIT_SECONDS": str(config.batch_wait),

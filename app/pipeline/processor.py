@@ -82,7 +82,7 @@ class BatchProcessor:
                 for name in self.registry.consumers
                 if (mine := [e for e in events if e.trip.consumer in (None, name)])
             ]
-            _warn_unknown_targets(events, self.registry.consumers)
+            _warn_unknown_targets(events, self.registry)
             if self.concurrent_consumers:
                 results = await asyncio.gather(*runs)
             else:
@@ -151,10 +151,13 @@ class BatchProcessor:
         ]
 
 
-def _warn_unknown_targets(events: list[Decoded], consumers: list[str]) -> None:
+def _warn_unknown_targets(events: list[Decoded], registry: Registry) -> None:
+    """A retry or replay for a consumer this worker does not know is worth an error line;
+    one for a consumer that another deployment runs (``CONSUMERS``) is that one's to apply."""
+    consumers = registry.consumers
     for item in events:
         target = item.trip.consumer
-        if target is not None and target not in consumers:
+        if target is not None and target not in consumers and target not in registry.elsewhere:
             log.error(
                 "%s targets consumer %r, which this worker does not run; it is left on its "
                 "topic (replay it once the consumer is deployed again)",

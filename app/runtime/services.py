@@ -25,7 +25,10 @@ log = logging.getLogger("effectively_once.worker")
 
 
 def import_handlers(settings: Settings, registry: Registry = default_registry) -> Registry:
-    """Import the handler modules so their ``@handler``s register; at least one consumer needed."""
+    """Import the handler modules so their ``@handler``s register; at least one consumer needed.
+
+    Returns the consumers the worker runs: those named by ``CONSUMERS``, else every one.
+    """
     for name in settings.handler_module_names:
         try:
             importlib.import_module(name)
@@ -35,7 +38,7 @@ def import_handlers(settings: Settings, registry: Registry = default_registry) -
         raise ConfigurationError(
             f"no @handler registered by HANDLER_MODULES={settings.handler_modules!r}"
         )
-    return registry
+    return registry.only(settings.consumer_names) if settings.consumer_names else registry
 
 
 @dataclass

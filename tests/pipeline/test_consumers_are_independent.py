@@ -9,6 +9,11 @@ reorders another consumer's events.
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
+
+import pytest
+
 from app.context import HandlerContext
 from app.pipeline.outcomes import Kind
 from app.registry import Registry, handler
@@ -138,3 +143,42 @@ async def test_an_event_parked_for_one_consumer_is_not_a_duplicate_for_another(
     assert kinds(outcomes, "notification") == [("e1", Kind.APPLIED), ("e2", Kind.APPLIED)]
     assert await db.effects("points") == ["e1", "e2"]
     assert await db.effects("notification") == ["e1", "e2"]
+
+
+async def test_a_retry_for_a_consumer_another_deployment_runs_is_left_to_it_quietly(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    publisher: RecordingPublisher,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``CONSUMERS`` splits the consumers over deployments: a retry of points-service's read
+    by the inventory deployment is not run there and is no error; a retry for a consumer
+    that no handler module registers is one."""
+
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        raise ValueError("points cannot handle it yet")
+
+    @handler("OrderPaid", consumer="inventory", registry=registry)
+    async def inventory(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    await make_processor().process([records.event("e1", version=1)])
+    [retry] = publisher.records
+    back = records.delivered(retry)
+    only_inventory = registry.only(["inventory"])
+
+    with caplog.at_level(logging.ERROR):
+        quiet = await replace(make_processor(), registry=only_inventory).process([back])
+    assert quiet == []
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+    unknown = Registry()
+    handler("OrderPaid", consumer="inventory", registry=unknown)(inventory)
+    with caplog.at_level(logging.ERROR):
+        assert await replace(make_processor(), registry=unknown).process([back]) == []
+    [error] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "targets consumer 'points'" in error.getMessage()
+    assert await db.effects("points") == []

@@ -3,11 +3,12 @@
 Contract: ``Settings()`` reads each field from the environment variable of
 the same name (any case), falls back to the documented defaults, normalises
 ``DATABASE_URL`` to an async driver, treats a blank ``REDIS_URL`` as unset,
-splits ``HANDLER_MODULES`` on commas, reads ``RETRY_DELAYS`` as the retry
-tiers in seconds (default ``1,5,30,300``; empty: no tier, failures go straight
-to the DLT), and refuses out-of-range numbers, an unknown unseen-aggregate
-policy, an unsupported database scheme and retry delays that are not positive
-and increasing with a ``ValidationError`` at start-up.
+splits ``HANDLER_MODULES`` and ``CONSUMERS`` on commas (no consumer named:
+all), reads ``RETRY_DELAYS`` as the retry tiers in seconds (default
+``1,5,30,300``; empty: no tier, failures go straight to the DLT), and refuses
+out-of-range numbers, an unknown unseen-aggregate policy, an unsupported
+database scheme and retry delays that are not positive and increasing with a
+``ValidationError`` at start-up.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def test_defaults() -> None:
     assert settings.unseen_aggregate_policy is UnseenAggregatePolicy.FROM_ONE
     assert settings.migrate_on_start is True
     assert settings.handler_module_names == ["handlers"]
+    assert settings.consumer_names == []
     assert settings.retry_delay_seconds == (1.0, 5.0, 30.0, 300.0)
 
 
@@ -55,6 +57,7 @@ def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("MIGRATE_ON_START", "false")
     monkeypatch.setenv("HANDLER_MODULES", "handlers.points, handlers.inventory ,,")
     monkeypatch.setenv("REDIS_URL", "")
+    monkeypatch.setenv("CONSUMERS", " points-service,, inventory-service")
 
     settings = Settings()
 
@@ -63,6 +66,7 @@ def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     assert settings.unseen_aggregate_policy is UnseenAggregatePolicy.FROM_FIRST_SEEN
     assert settings.migrate_on_start is False
     assert settings.handler_module_names == ["handlers.points", "handlers.inventory"]
+    assert settings.consumer_names == ["points-service", "inventory-service"]
     assert settings.redis_url is None
 
 

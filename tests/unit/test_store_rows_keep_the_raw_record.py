@@ -10,8 +10,8 @@ its row keyed by its ORIGINAL topic, partition and offset, stores only the
 original headers (none this framework added) and keeps its first failure time.
 A failure of a record that never became an event has NULL identity columns. The
 exception is stored as its qualified type name (its start cut to fit the column,
-so that the row is always written) and its message (cut at 4,000 characters). Timestamps are timezone-aware UTC. ``BatchChanges.empty()`` never
-shares state.
+so that the row is always written) and its message (cut at 4,000 characters).
+Timestamps are timezone-aware UTC. ``BatchChanges.empty()`` never shares state.
 """
 
 from __future__ import annotations
