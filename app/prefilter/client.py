@@ -1,4 +1,4 @@
-"""The three Redis commands the prefilter uses, as a protocol.
+"""What the prefilter uses of a Redis client, as a protocol: MGET and a server-side script.
 
 ``redis.asyncio.Redis`` satisfies it (mypy checks that in ``connect``), and so
 does the in-memory fake of the unit tests.
@@ -10,15 +10,13 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
 
-class RedisPipeline(Protocol):
-    """A non-transactional pipeline: commands are buffered, then sent in one round trip."""
+class RedisScript(Protocol):
+    """A Lua script the client runs by its SHA (``EVALSHA``), loading it first if needed."""
 
-    def set(self, name: str, value: bytes, ex: int) -> object:
-        """Buffer ``SET name value EX ex``."""
-        ...
-
-    async def execute(self) -> list[Any]:
-        """Send the buffered commands; their replies in order."""
+    def __call__(
+        self, keys: Sequence[str] | None = None, args: Sequence[Any] | None = None
+    ) -> Awaitable[Any]:
+        """Run the script on ``keys`` with ``args``; its reply."""
         ...
 
 
@@ -29,8 +27,8 @@ class RedisClient(Protocol):
         """``MGET keys``: one value (or ``None``) per key, in order."""
         ...
 
-    def pipeline(self, transaction: bool = ...) -> RedisPipeline:
-        """A pipeline; the prefilter asks for ``transaction=False``."""
+    def register_script(self, script: str) -> RedisScript:
+        """``script``, callable; nothing is sent until it is called."""
         ...
 
     async def aclose(self) -> None:

@@ -4,7 +4,7 @@ Contract: after ``remember(consumer, ids)`` a ``known`` lookup for that
 consumer and namespace returns exactly those ids (another consumer or
 namespace: none), each key carrying the TTL; once the TTL has passed the id is
 no longer known, so the event goes to the database's dedup again. A batch of a
-couple of thousand ids is one MGET and one pipeline, well inside the timeout.
+couple of thousand ids is one MGET and one script call, well inside the timeout.
 
 Runs on the shared Redis (``redis_url``), in a namespace of its own whose keys
 are deleted afterwards; failures of Redis are in

@@ -2,7 +2,8 @@
 
 Contract: ``known`` returns only event ids that ``remember`` was given for the
 same consumer and namespace, within their TTL, in one MGET per call;
-``remember`` writes exactly the ids it was given, with the TTL, in one pipeline.
+``remember`` writes exactly the ids it was given, with the TTL, in one script
+call (Redis sets the keys itself).
 Whenever Redis fails, stalls or the circuit is open, ``known`` returns an empty
 set within its deadline (``timeout_seconds`` plus a little per id) and
 ``remember`` drops the write: neither raises (cancellation excepted), and a
@@ -44,7 +45,7 @@ class FrozenClock:
 
 
 class FakeRedis:
-    """Redis's MGET and pipelined SET EX, in memory, expiring on a frozen clock.
+    """Redis's MGET and the prefilter's SET EX script, in memory, expiring on a frozen clock.
 
     ``fault`` makes every command raise it; ``stall`` makes every command hang
     (a Redis that stopped answering). ``round_trips`` names each command sent.
@@ -62,9 +63,9 @@ class FakeRedis:
         await self.round_trip("MGET")
         return [self.values[k][0] if self.ttl(k) is not None else None for k in keys]
 
-    def pipeline(self, transaction: bool = True) -> FakePipeline:
-        assert not transaction, "the prefilter needs no MULTI/EXEC"
-        return FakePipeline(self)
+    def register_script(self, script: str) -> FakeSetScript:
+        assert "redis.call('SET', key, '1', 'EX', ARGV[1])" in script
+        return FakeSetScript(self)
 
     async def aclose(self) -> None:
         self.closed = True
@@ -84,22 +85,22 @@ class FakeRedis:
             raise self.fault
 
 
-class FakePipeline:
-    """Buffers SETs and applies them in one round trip."""
+class FakeSetScript:
+    """The write script: SET each key to 1 with the TTL in ``args[0]``, in one round trip."""
 
     def __init__(self, redis: FakeRedis) -> None:
         self.redis = redis
-        self.buffered: list[tuple[str, bytes, int]] = []
 
-    def set(self, name: str, value: bytes, ex: int) -> FakePipeline:
-        self.buffered.append((name, value, ex))
-        return self
-
-    async def execute(self) -> list[object]:
-        await self.redis.round_trip(f"PIPELINE x{len(self.buffered)}")
-        for name, value, ex in self.buffered:
-            self.redis.values[name] = (value, self.redis.clock() + ex)
-        return [True] * len(self.buffered)
+    async def __call__(
+        self, keys: Sequence[str] | None = None, args: Sequence[object] | None = None
+    ) -> int:
+        keys, args = keys or [], args or []
+        await self.redis.round_trip(f"EVALSHA x{len(keys)}")
+        (ttl,) = args
+        assert isinstance(ttl, int)
+        for key in keys:
+            self.redis.values[key] = (b"1", self.redis.clock() + ttl)
+        return len(keys)
 
 
 @pytest.fixture
@@ -178,7 +179,7 @@ async def test_one_round_trip_per_call_and_none_for_nothing(
     await prefilter.known("points", [])
     await prefilter.remember("points", [])
 
-    assert redis.round_trips == ["PIPELINE x500", "MGET"]
+    assert redis.round_trips == ["EVALSHA x500", "MGET"]
 
 
 # -- it fails open ---------------------------------------------------------------------------
