@@ -84,6 +84,7 @@ async def storm(
     session: Session, name: str, label: str, *, app_id: str, topic: str, redis: bool
 ) -> Row:
     """The workload's records again, as ``app_id``, into the database the last run filled."""
+    await session.database.settle()
     env = framework_env(session, THREE, app_id=app_id, topic=topic, redis=redis)
     measured = await session.measure(
         session.worker(name, env), session.messages, count_transactions=True
