@@ -20,7 +20,7 @@ reply parsed by hiredis, about 1 us per value; redis-py's pure-Python parser,
 without hiredis, about 4-8 us), the write one script call that sets every key
 with its TTL inside Redis (about 2 us per id, most of it Redis's own work;
 a pipeline of SETs costs 15-25 us per id in redis-py's command packing alone,
-which with three consumers had doubled a worker's cost per event).
+which three consumers pay three times per event).
 
 The deadline of a call is ``timeout_seconds`` (what a Redis that answers at once
 may take, the round trip included) plus ``PER_ID_SECONDS`` per event id, so
