@@ -78,7 +78,7 @@ class BenchDatabase:
     async def settle(self) -> None:
         """``CHECKPOINT``: the next scenario starts with the write-ahead log of the last one
         flushed, so that it does not pay for a checkpoint the last one's writes requested
-        (one started mid-run halved a row's throughput). Skipped without the privilege."""
+        (the server's log showed one starting mid-row). Skipped without the privilege."""
         try:
             await _execute(self.url, "CHECKPOINT")
         except asyncpg.InsufficientPrivilegeError:
