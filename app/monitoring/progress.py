@@ -82,15 +82,11 @@ class Progress:
     def _oldest_due(self, records: Sequence[RawRecord]) -> float:
         """When the batch's oldest record became due: its timestamp, or for a retry record
         its ``retry-due-at`` (the wait in a retry tier is intended, not a delay)."""
-        # Records without headers (the main topic's) are due when produced.
-        due = [
-            r.timestamp_ms / 1000 for r in records if not r.headers and r.timestamp_ms is not None
-        ]
+        due = []
         for record in records:
-            if not record.headers:
-                continue
             at = record.timestamp_ms / 1000 if record.timestamp_ms is not None else None
-            retry_due = Trip.of(record).due_at
+            # Only a record with headers can come from a retry tier.
+            retry_due = Trip.of(record).due_at if record.headers else None
             if retry_due is not None:
                 at = max(at or 0.0, retry_due.timestamp())
             if at is not None:
