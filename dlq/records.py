@@ -120,17 +120,12 @@ def replay_record(dead: RawRecord, skip: bool = False) -> OutRecord:
     """
     trip = Trip.of(dead)
     consumer = dead.header(h.DLT_CONSUMER_GROUP)
-    replayed = Trip(
-        consumer=None,
-        attempts=0,
-        first_failure_at=None,
-        due_at=None,
-        original_topic=trip.original_topic,
-        original_partition=trip.original_partition,
-        original_offset=trip.original_offset,
-        original_timestamp_ms=trip.original_timestamp_ms,
+    replayed = Trip.start(
+        trip.original_topic,
+        trip.original_partition,
+        trip.original_offset,
+        trip.original_timestamp_ms,
         replay_count=trip.replay_count + 1,
-        skip=False,
     )
     ours = _provenance(replayed)
     if consumer:

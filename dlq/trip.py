@@ -29,21 +29,34 @@ class Trip(NamedTuple):
     skip: bool
 
     @classmethod
+    def start(
+        cls,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp_ms: int | None,
+        replay_count: int = 0,
+    ) -> Trip:
+        """A trip with nothing behind it yet, of the record first seen at ``topic[partition]
+        @offset``: no target consumer, no attempt, no skip."""
+        return cls(
+            consumer=None,
+            attempts=0,
+            first_failure_at=None,
+            due_at=None,
+            original_topic=topic,
+            original_partition=partition,
+            original_offset=offset,
+            original_timestamp_ms=timestamp_ms,
+            replay_count=replay_count,
+            skip=False,
+        )
+
+    @classmethod
     def of(cls, record: RawRecord) -> Trip:
         """Read the trip from ``record``'s headers (absent headers: a fresh main-topic record)."""
         if not record.headers:
-            return cls(
-                consumer=None,
-                attempts=0,
-                first_failure_at=None,
-                due_at=None,
-                original_topic=record.topic,
-                original_partition=record.partition,
-                original_offset=record.offset,
-                original_timestamp_ms=record.timestamp_ms,
-                replay_count=0,
-                skip=False,
-            )
+            return cls.start(record.topic, record.partition, record.offset, record.timestamp_ms)
         # One pass over the headers; the last value of a repeated name wins.
         found = dict(record.headers)
 
