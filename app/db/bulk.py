@@ -101,17 +101,28 @@ def lock_or_insert(
 
 
 @cache
-def update_from(table: Table, columns: tuple[str, ...], keys: tuple[str, ...]) -> Update:
+def update_from(
+    table: Table, columns: tuple[str, ...], keys: tuple[str, ...], constants: tuple[str, ...] = ()
+) -> Update:
     """``UPDATE table SET <other columns> FROM <the rows> WHERE <keys> match``.
 
-    Constant values for every row are added with ``.values()`` by the caller.
+    ``constants`` are columns set to one value for every row, bound as ``c_<column>``
+    (``constant_params``), so that the statement stays the cached one.
     """
     source = _rows(table, columns)
     return (
         update(table)
         .where(*(table.c[name] == source.c[name] for name in keys))
-        .values({name: source.c[name] for name in columns if name not in keys})
+        .values(
+            {name: source.c[name] for name in columns if name not in keys}
+            | {name: bindparam(f"c_{name}", type_=table.c[name].type) for name in constants}
+        )
     )
+
+
+def constant_params(constants: Mapping[str, Any]) -> Params:
+    """The parameters of ``update_from``'s ``constants``."""
+    return {f"c_{name}": value for name, value in constants.items()}
 
 
 def any_of(column: ColumnElement[Any], values: Sequence[str]) -> ColumnElement[bool]:

@@ -89,10 +89,9 @@ async def update_rows(
     columns = bulk.columns_of(rows)
     options = {"synchronize_session": False}
     if backend(session) == "postgresql":
-        stmt = bulk.update_from(table, columns, tuple(keys))
-        if constants:
-            stmt = stmt.values(constants)
-        await session.execute(stmt, bulk.params(table, rows), execution_options=options)
+        stmt = bulk.update_from(table, columns, tuple(keys), tuple(constants))
+        one = bulk.params(table, rows) | bulk.constant_params(constants)
+        await session.execute(stmt, one, execution_options=options)
         return
     changed = [name for name in columns if name not in keys]
     stmt = (
