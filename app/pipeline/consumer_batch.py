@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from app.context import HandlerContext
 from app.pipeline.apply import HandlerFailed, Mode, apply_isolated, apply_waves
-from app.pipeline.decode import Decoded, decode
+from app.pipeline.decode import Decoded, Poison, decode
 from app.pipeline.gate import Gate, decide, effective_last
 from app.pipeline.outcomes import Applied, Duplicate, Outcome, Parked, Skipped, Stale
 from app.pipeline.route import FailureRouter
@@ -120,7 +120,9 @@ class ConsumerBatch:
             if stored is not None:
                 self._changes.unparked.add(stored.event_id)
                 found = decode(stored.record)
-                if not isinstance(found, Decoded):  # pragma: no cover - it decoded when parked
+                if not isinstance(found, Decoded):
+                    # It decoded when it was parked: the schemas changed since (a deploy).
+                    self._dead_letter(found)
                     return
                 here = found
             if here is None:
@@ -179,6 +181,15 @@ class ConsumerBatch:
         )
         self._out(Skipped if trip.skip else Applied, item)
         return True
+
+    def _dead_letter(self, poison: Poison) -> None:
+        """A parked event that no longer decodes goes to the DLT for this consumer; its
+        aggregate waits for it, as for any dead event (replay it once the schema reads it)."""
+        routed = self.router.poison(poison, self.consumer)
+        self._changes.failed.append(routed.row)
+        self.routed.append(routed.out)
+        event_id = poison.envelope.event_id if poison.envelope else None
+        self.outcomes.append(Outcome(routed.kind, self.consumer, event_id, None, routed.detail))
 
     def _out(self, make: Callable[..., Outcome], item: Decoded, *detail: str) -> None:
         self.outcomes.append(make(self.consumer, item.event_id, item.event.event_type, *detail))

@@ -64,14 +64,17 @@ class FailureRouter:
         dead = row | {"status": FailureStatus.DEAD}
         return Routed(out, dead, Kind.DEAD_LETTERED, next_stop.dead.value)
 
-    def poison(self, poison: Poison) -> Routed:
-        """Bytes that are no event go to the DLT once, for no consumer in particular."""
+    def poison(self, poison: Poison, consumer: str | None = None) -> Routed:
+        """Bytes that are no event go to the DLT once, for no consumer in particular; or
+        for ``consumer`` when they were its parked event (they decoded when it parked them)."""
         now = self.clock()
         reason = DeadReason(poison.error.reason)
-        failure = Failure(None, poison.error, now, poison.envelope)
+        failure = Failure(consumer, poison.error, now, poison.envelope)
         topic = dlt_topic(self.policy.base_topic)
         out = dead_letter_record(poison.record, poison.trip, failure, reason, 1, topic)
-        row = _row("", poison.record, poison.trip, poison.envelope, reason.value, failure, 1)
+        row = _row(
+            consumer or "", poison.record, poison.trip, poison.envelope, reason.value, failure, 1
+        )
         return Routed(out, row | {"status": FailureStatus.DEAD}, Kind.POISON, reason.value)
 
 
