@@ -28,6 +28,7 @@ from sqlalchemy import (
     any_,
     bindparam,
     cast,
+    column,
     literal_column,
     select,
     update,
@@ -35,7 +36,6 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import Insert
 from sqlalchemy.sql import TableValuedAlias, func
-from sqlalchemy.sql.dml import ReturningInsert
 
 Rows = Sequence[Mapping[str, Any]]
 Params = dict[str, Any]
@@ -83,24 +83,6 @@ def insert(table: Table, columns: tuple[str, ...], conflict: tuple[str, ...] = P
 
 
 @cache
-def lock_or_insert(
-    table: Table, columns: tuple[str, ...], keep: str, returning: tuple[str, ...]
-) -> ReturningInsert[Any]:
-    """Insert the rows that are missing and lock the ones that exist, in one statement.
-
-    ``ON CONFLICT DO UPDATE SET keep = keep`` changes nothing but takes the row lock
-    (waiting for a concurrent holder, then seeing its committed row, as
-    ``SELECT ... FOR UPDATE`` would); ``RETURNING`` gives every row as it now is.
-    Rows are locked in the order given.
-    """
-    stmt = insert(table, columns)
-    keys = [column.name for column in table.primary_key.columns]
-    return stmt.on_conflict_do_update(index_elements=keys, set_={keep: table.c[keep]}).returning(
-        *(table.c[name] for name in returning)
-    )
-
-
-@cache
 def update_from(
     table: Table, columns: tuple[str, ...], keys: tuple[str, ...], constants: tuple[str, ...] = ()
 ) -> Update:
@@ -118,6 +100,40 @@ def update_from(
             | {name: bindparam(f"c_{name}", type_=table.c[name].type) for name in constants}
         )
     )
+
+
+@cache
+def update_unchanged(
+    table: Table, columns: tuple[str, ...], keys: tuple[str, ...], constants: tuple[str, ...] = ()
+) -> Update:
+    """``update_from`` for the rows that no other transaction wrote since they were read.
+
+    Each row carries, besides ``columns``, ``seen``: the ``xmin`` its reader saw
+    (``xmin_text``), the transaction that last wrote that row version. A row written
+    since has another ``xmin`` and is left as it is; the caller compares the row count.
+    Under READ COMMITTED a row that a concurrent transaction holds is waited for, then
+    checked as that transaction left it.
+    """
+    source = _rows(table, columns, extra=(SEEN,))
+    return (
+        update(table)
+        .where(
+            *(table.c[name] == source.c[name] for name in keys),
+            xmin_text(table) == source.c[SEEN],
+        )
+        .values(
+            {name: source.c[name] for name in columns if name not in keys}
+            | {name: bindparam(f"c_{name}", type_=table.c[name].type) for name in constants}
+        )
+    )
+
+
+SEEN = "seen"
+
+
+def xmin_text(table: Table) -> ColumnElement[str]:
+    """``table.xmin`` as text: which transaction wrote the row version read."""
+    return cast(literal_column(f'"{table.name}".xmin'), String)
 
 
 def constant_params(constants: Mapping[str, Any]) -> Params:
@@ -153,8 +169,14 @@ def _as_json(table: Table) -> bool:
     return not any(isinstance(column.type, LargeBinary) for column in table.columns)
 
 
-def _rows(table: Table, columns: tuple[str, ...]) -> TableValuedAlias:
-    """The row source of ``columns``: ``json_populate_recordset`` or ``unnest``."""
+def _rows(table: Table, columns: tuple[str, ...], extra: tuple[str, ...] = ()) -> TableValuedAlias:
+    """The row source of ``columns``: ``json_populate_recordset`` or ``unnest``; with
+    ``extra`` text fields that are no column of ``table``, ``json_to_recordset``."""
+    if extra:
+        text = cast(bindparam("u_rows", type_=String), postgresql.JSON)
+        fields = [column(name, table.c[name].type) for name in columns]
+        fields += [column(name, String) for name in extra]
+        return func.json_to_recordset(text).table_valued(*fields).render_derived(with_types=True)
     if _as_json(table):
         name = ".".join(f'"{part}"' for part in (table.schema, table.name) if part)
         row_type: ColumnElement[Any] = literal_column(f"NULL::{name}")

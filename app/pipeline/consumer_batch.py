@@ -1,14 +1,17 @@
 """One consumer, one batch, one transaction: dedup, version gate, apply, park, drain.
 
 The order inside the transaction matters:
-1. lock the batch's aggregate version rows (so nobody else applies them meanwhile),
-2. read which eventIds this consumer already applied or parked (dedup, after the lock
-   so a concurrent worker's commit is visible),
+1. read the batch's aggregate versions (locking them, or on PostgreSQL noting which
+   transaction wrote each, see ``store``), so nobody else applies them meanwhile
+   unnoticed,
+2. read which eventIds this consumer already applied or parked (dedup, after the
+   versions so a concurrent worker's commit is visible),
 3. read the parked events of the batch's aggregates (so a gap can close),
 4. walk the events in arrival order: duplicate, stale, park, or apply and drain
    the parked successors (in FAST mode the walk only plans: the handlers then
    run wave by wave, see ``apply.Mode``),
-5. write dedup records, versions, parked rows and failures in a few statements.
+5. write versions (first: on PostgreSQL that write finds a concurrent worker, and
+   the batch runs again), dedup records, parked rows and failures in a few statements.
 The caller commits; only after that may the offsets move.
 """
 
@@ -58,7 +61,7 @@ class ConsumerBatch:
         """Process ``events`` (arrival order) and write the results; the caller commits."""
         store = ConsumerStore(self.ctx.session, self.consumer)
         gated = [e.event.aggregate for e in events if e.event.aggregate_version is not None]
-        self._versions = await store.lock_versions(gated)
+        self._versions = await store.read_versions(gated)
         seen = await store.seen_event_ids([e.event_id for e in events])
         self._parked_db = await store.parked_for(gated)
         for item in events:
@@ -78,6 +81,7 @@ class ConsumerBatch:
             for slots in self._parked_here.values()
             for item in slots.values()
         ]
+        self._changes.held = {agg for agg, slots in self._parked_here.items() if slots}
         await store.save(self._changes)
         return self.outcomes
 

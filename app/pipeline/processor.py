@@ -45,7 +45,7 @@ from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.pause import Backoff, OnPause, retry_in_place
 from app.pipeline.publish import Publisher
 from app.pipeline.route import FailureRouter
-from app.pipeline.store import FAILURE_UPDATE_COLUMNS
+from app.pipeline.store import FAILURE_UPDATE_COLUMNS, VersionConflict
 from app.prefilter.stage import Lookup, remember_applied, skip_known
 from app.records import RawRecord
 from app.registry import Registry
@@ -112,6 +112,15 @@ class BatchProcessor:
         return await retry_in_place(what, operation, self.backoff, on_pause=self.on_pause)
 
     async def _consumer_once(self, consumer: str, events: list[Decoded]) -> ConsumerBatch:
+        while True:
+            try:
+                return await self._consumer_attempt(consumer, events)
+            except VersionConflict as conflict:
+                # Rolled back; another worker committed some of these aggregates meanwhile
+                # (a rebalance): the next run reads what it did.
+                log.info("%s: %s; running the batch again", consumer, conflict)
+
+    async def _consumer_attempt(self, consumer: str, events: list[Decoded]) -> ConsumerBatch:
         try:
             return await self._transaction(consumer, events, Mode.FAST)
         except HandlerFailed as failed:

@@ -1,8 +1,20 @@
 """The framework's reads and writes for one consumer's batch, inside its transaction.
 
-Every read here happens after ``lock_versions`` took the row locks of the
-batch's aggregates, so a concurrent worker (or a zombie after a rebalance)
-either committed before we read or waits until we commit.
+Two workers may hold the same events at once (a zombie after a rebalance and the
+partition's new owner). Their batches must serialise per aggregate:
+
+- MySQL, MariaDB: ``read_versions`` locks the batch's version rows first
+  (``SELECT ... FOR UPDATE``, creating the missing ones), so every later read sees
+  a concurrent worker's commit or waits for it (SQLite serialises writers anyway).
+- PostgreSQL, optimistically: ``read_versions`` reads the rows and the ``xmin`` of
+  each (the transaction that wrote it) without a lock; ``save`` first writes every
+  aggregate the batch advanced or parked an event of, only where the row is still
+  the one read (``bulk.update_unchanged``; a missing row is inserted unless it
+  appeared). A row another transaction wrote meanwhile fails the batch with
+  ``VersionConflict``: it is rolled back and run again, and reads what the other
+  committed. A version row is written once per batch instead of locked and then
+  written; stale and duplicate events need no write (what they rest on is committed
+  and only moves forward).
 """
 
 from __future__ import annotations
@@ -56,6 +68,10 @@ def _by_type(aggregates: Iterable[Aggregate], size: int) -> Iterable[tuple[str, 
             yield agg_type, chunk
 
 
+class VersionConflict(Exception):
+    """Another transaction wrote a version row this batch read: run the batch again."""
+
+
 def now() -> datetime:
     """The timestamp written into the framework's tables."""
     return datetime.now(UTC)
@@ -78,49 +94,57 @@ class ConsumerStore:
         self.consumer = consumer
         self.dialect = backend(session)
         self.list_size = list_size(self.dialect)
+        self.optimistic = self.dialect == "postgresql"
+        # PostgreSQL: each version row as read, (last_version, xmin); absent: no row.
+        self._read: dict[Aggregate, tuple[int | None, str]] = {}
 
-    async def lock_versions(self, aggregates: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
-        """Lock (creating if needed) the version rows of ``aggregates``; return their last version.
+    async def read_versions(self, aggregates: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
+        """The last applied version of each of ``aggregates`` (``None``: none yet).
 
-        Rows are locked in sorted order so two workers can't deadlock on them.
+        Locks the rows (creating the missing ones) in sorted order, so that two
+        workers can't deadlock on them; on PostgreSQL reads them and their ``xmin``
+        instead, for ``save`` to check (see the module's docstring).
         """
         wanted = sorted(set(aggregates))
         if not wanted:
             return {}
-        if self.dialect == "postgresql":
-            return await self._lock_or_insert(wanted)
+        if self.optimistic:
+            return await self._read_unlocked(wanted)
         versions = await self._select_for_update(wanted)
         missing = [agg for agg in wanted if agg not in versions]
         if missing:
-            await insert_ignore(self.session, aggregate_version, self._new_version_rows(missing))
+            new_rows = self._new_version_rows((agg, None) for agg in missing)
+            await insert_ignore(self.session, aggregate_version, new_rows)
             # Another worker may have inserted some of them first: lock what is there now.
             versions.update(await self._select_for_update(missing))
         return versions
 
-    async def _lock_or_insert(self, wanted: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
-        """PostgreSQL: the three steps above in one statement (``bulk.lock_or_insert``)."""
-        rows = self._new_version_rows(wanted)
-        stmt = bulk.lock_or_insert(
-            aggregate_version,
-            bulk.columns_of(rows),
-            "last_version",
-            ("aggregate_type", "aggregate_id", "last_version"),
-        )
-        result = await self.session.execute(stmt, bulk.params(aggregate_version, rows))
-        return {(agg_type, agg_id): last for agg_type, agg_id, last in result}
+    async def _read_unlocked(self, wanted: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
+        t = aggregate_version
+        for agg_type, ids in _by_type(wanted, self.list_size):
+            stmt = select(t.c.aggregate_id, t.c.last_version, bulk.xmin_text(t)).where(
+                t.c.consumer_group == self.consumer,
+                t.c.aggregate_type == agg_type,
+                one_of(self.dialect, t.c.aggregate_id, ids),
+            )
+            for agg_id, last, seen in await self.session.execute(stmt):
+                self._read[(agg_type, agg_id)] = (last, seen)
+        return {agg: last for agg, (last, _) in self._read.items()}
 
-    def _new_version_rows(self, aggregates: Sequence[Aggregate]) -> list[dict[str, Any]]:
-        """``aggregate_version`` rows for ``aggregates`` that were never applied."""
-        stamp = now()
+    def _new_version_rows(
+        self, versions: Iterable[tuple[Aggregate, int | None]], stamp: datetime | None = None
+    ) -> list[dict[str, Any]]:
+        """``aggregate_version`` rows of ``versions`` (``None``: never applied)."""
+        stamp = stamp or now()
         return [
             {
                 "consumer_group": self.consumer,
                 "aggregate_type": agg_type,
                 "aggregate_id": agg_id,
-                "last_version": None,
+                "last_version": last,
                 "updated_at": stamp,
             }
-            for agg_type, agg_id in aggregates
+            for (agg_type, agg_id), last in versions
         ]
 
     async def _select_for_update(self, aggs: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
@@ -184,26 +208,33 @@ class ConsumerStore:
         return result
 
     async def save(self, changes: BatchChanges) -> None:
-        """Write the batch's dedup records, versions, parked and unparked events, failures."""
+        """Write the batch's versions, dedup records, parked and unparked events, failures.
+
+        Raises ``VersionConflict`` (PostgreSQL) when another transaction wrote one of the
+        batch's version rows since ``read_versions``; nothing else is written then.
+        """
         stamp = now()
+        if self.optimistic:
+            await self._write_versions_if_unchanged(changes, stamp)
+        else:
+            await update_rows(
+                self.session,
+                aggregate_version,
+                VERSION_KEY,
+                [
+                    {
+                        "consumer_group": self.consumer,
+                        "aggregate_type": agg_type,
+                        "aggregate_id": agg_id,
+                        "last_version": version,
+                    }
+                    for (agg_type, agg_id), version in sorted(changes.versions.items())
+                ],
+                updated_at=stamp,
+            )
         for row in changes.consumed:
             row["applied_at"] = stamp  # one moment for the batch: its commit follows
         await insert_rows(self.session, consumed_event, changes.consumed)
-        await update_rows(
-            self.session,
-            aggregate_version,
-            ("consumer_group", "aggregate_type", "aggregate_id"),
-            [
-                {
-                    "consumer_group": self.consumer,
-                    "aggregate_type": agg_type,
-                    "aggregate_id": agg_id,
-                    "last_version": version,
-                }
-                for (agg_type, agg_id), version in sorted(changes.versions.items())
-            ],
-            updated_at=stamp,
-        )
         await execute_where_in(
             self.session,
             delete(parked_event).where(parked_event.c.consumer_group == self.consumer),
@@ -219,6 +250,41 @@ class ConsumerStore:
             changes.resolved,
         )
 
+    async def _write_versions_if_unchanged(self, changes: BatchChanges, stamp: datetime) -> None:
+        """PostgreSQL: write the version of every aggregate the batch advanced or parked an
+        event of, where its row is as read (a row nobody had is inserted unless it appeared
+        meanwhile); ``VersionConflict`` if any was not."""
+        claims: dict[Aggregate, int | None] = dict(changes.versions)
+        for agg in changes.held:
+            claims.setdefault(agg, self._read[agg][0] if agg in self._read else None)
+        ordered = sorted(claims.items())
+        existing = [(agg, last) for agg, last in ordered if agg in self._read]
+        missing = [(agg, last) for agg, last in ordered if agg not in self._read]
+        if existing:
+            rows = self._new_version_rows(existing, stamp)
+            for (agg, _), row in zip(existing, rows, strict=True):
+                row[bulk.SEEN] = self._read[agg][1]
+            columns = tuple(name for name in bulk.columns_of(rows) if name != bulk.SEEN)
+            update = bulk.update_unchanged(aggregate_version, columns, VERSION_KEY)
+            params = bulk.params(aggregate_version, rows)
+            result = await self.session.execute(update, params, execution_options=_NO_SYNC)
+            _expect(result, len(rows), "changed")
+        if missing:
+            rows = self._new_version_rows(missing, stamp)
+            insert = bulk.insert(aggregate_version, bulk.columns_of(rows), bulk.IGNORE)
+            result = await self.session.execute(insert, bulk.params(aggregate_version, rows))
+            _expect(result, len(rows), "appeared")
+
+
+def _expect(result: Any, count: int, what: str) -> None:
+    """``VersionConflict`` unless the statement wrote ``count`` version rows."""
+    if result.rowcount != count:
+        raise VersionConflict(f"{count - result.rowcount} version row(s) {what} meanwhile")
+
+
+VERSION_KEY = ("consumer_group", "aggregate_type", "aggregate_id")
+_NO_SYNC = {"synchronize_session": False}
+
 
 @dataclass
 class BatchChanges:
@@ -226,6 +292,7 @@ class BatchChanges:
 
     consumed: list[dict[str, Any]]
     versions: dict[Aggregate, int]
+    held: set[Aggregate]  # aggregates with an event parked by this batch
     parked: list[dict[str, Any]]
     unparked: set[str]
     failed: list[dict[str, Any]]
@@ -234,7 +301,7 @@ class BatchChanges:
     @classmethod
     def empty(cls) -> BatchChanges:
         """Nothing to write yet."""
-        return cls([], {}, [], set(), [], [])
+        return cls([], {}, set(), [], set(), [], [])
 
     def resolve(self, trip: Trip, status: str) -> None:
         """Mark the ``failed_event`` row of an event that came back and took effect."""

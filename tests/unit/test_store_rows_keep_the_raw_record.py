@@ -208,8 +208,9 @@ def test_empty_batch_changes_share_nothing() -> None:
 
     first.consumed.append({"event_id": "e1"})
     first.versions[("Order", "o-1")] = 1
+    first.held.add(("Order", "o-2"))
     first.unparked.add("e2")
     first.failed.append({"event_id": "e3"})
     first.resolved.append({"b_offset": 4})
 
-    assert second == BatchChanges([], {}, [], set(), [], [])
+    assert second == BatchChanges([], {}, set(), [], set(), [], [])

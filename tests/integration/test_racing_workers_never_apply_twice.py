@@ -1,0 +1,159 @@
+"""Two workers that hold the same events at the same time (a rebalance's zombie and the
+partition's new owner) never apply one twice, and never strand a parked event.
+
+Contract, on PostgreSQL and MariaDB, with two processors on one database: worker A
+stops inside a handler with its transaction open while worker B processes the same
+aggregate; then A goes on. However the database orders them (MariaDB: B waits for
+A's version locks; PostgreSQL: B commits first and A, finding an aggregate's version
+row changed since it read it, runs its batch again), every event's effect lands once,
+each event has one dedup record, and:
+
+- the same event in both: one ``APPLIED`` and one ``DUPLICATE``;
+- A parks version 2 while B applies version 1: version 2 is applied (by B's drain or by
+  A's second run), nothing stays parked, the aggregate ends at version 2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.context import HandlerContext
+from app.db import tables
+from app.db.engine import create_engine, session_factory
+from app.pipeline.outcomes import Kind, Outcome
+from app.pipeline.processor import BatchProcessor
+from app.pipeline.route import FailureRouter
+from app.records import RawRecord
+from app.registry import Registry, handler
+from dlq.policy import RetryPolicy
+from schemas.envelope import Event
+from tests.pipeline.events import TOPIC, Records
+from tests.pipeline.support import Db, RecordingPublisher, test_metadata, write_effect
+
+pytestmark = pytest.mark.integration
+
+RACING_BACKENDS = ("postgresql", "mariadb")
+B_MAY_WAIT_SECONDS = 2.0  # MariaDB: B waits for A's locks, so A must go on first
+TEST_TIMEOUT_SECONDS = 60.0
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    eng = create_engine(database_url)
+    async with eng.begin() as conn:
+        await conn.run_sync(tables.metadata.create_all)
+        await conn.run_sync(test_metadata.create_all)
+    yield eng
+    await eng.dispose()
+
+
+class Stall:
+    """Holds the first handler call for ``event_id`` until ``release``; later calls pass."""
+
+    def __init__(self, event_id: str) -> None:
+        self.event_id: str | None = event_id
+        self.inside = asyncio.Event()
+        self.go_on = asyncio.Event()
+
+    async def __call__(self, event: Event) -> None:
+        if event.event_id == self.event_id:
+            self.event_id = None
+            self.inside.set()
+            await self.go_on.wait()
+
+
+def points_consumer(registry: Registry, stall: Stall) -> None:
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+        await stall(event)
+
+
+def processor(engine: AsyncEngine, registry: Registry) -> BatchProcessor:
+    return BatchProcessor(
+        session_factory(engine),
+        registry,
+        FailureRouter(RetryPolicy(TOPIC, (1.0,))),
+        RecordingPublisher(),
+        concurrent_consumers=False,
+    )
+
+
+async def race(
+    stall: Stall,
+    a: Callable[[], Awaitable[list[Outcome]]],
+    b: Callable[[], Awaitable[list[Outcome]]],
+) -> list[Outcome]:
+    """Run ``a`` until it stalls, then ``b`` (for a while, alone); then let ``a`` go on."""
+
+    async def both() -> list[Outcome]:
+        first = asyncio.ensure_future(a())
+        await stall.inside.wait()
+        second = asyncio.ensure_future(b())
+        await asyncio.wait({second}, timeout=B_MAY_WAIT_SECONDS)
+        stall.go_on.set()
+        return [*await first, *await second]
+
+    return await asyncio.wait_for(both(), TEST_TIMEOUT_SECONDS)
+
+
+def by_event(outcomes: list[Outcome]) -> list[tuple[str | None, Any]]:
+    return sorted((o.event_id, o.kind) for o in outcomes)
+
+
+@pytest.mark.parametrize("backend", RACING_BACKENDS)
+@pytest.mark.parametrize("history", [0, 1], ids=["new-aggregate", "aggregate-with-history"])
+async def test_the_same_event_in_two_workers_applies_once(
+    engine: AsyncEngine, backend: str, history: int
+) -> None:
+    registry, records, db = Registry(), Records(), Db(engine)
+    event_id = f"e{history + 1}"
+    stall = Stall(event_id)
+    points_consumer(registry, stall)
+    earlier = [records.event(f"e{version}", version=version) for version in range(1, history + 1)]
+    if earlier:
+        await processor(engine, registry).process(earlier)
+    first = records.event(event_id, version=history + 1)
+    again = records.again(first)
+
+    outcomes = await race(
+        stall,
+        lambda: processor(engine, registry).process([first]),
+        lambda: processor(engine, registry).process([again]),
+    )
+
+    assert by_event(outcomes) == sorted([(event_id, Kind.APPLIED), (event_id, Kind.DUPLICATE)])
+    assert await db.effects("points") == [f"e{v}" for v in range(1, history + 2)]
+    assert await db.consumed("points") == [f"e{v}" for v in range(1, history + 2)]
+    assert await db.version("points") == history + 1
+
+
+@pytest.mark.parametrize("backend", RACING_BACKENDS)
+async def test_a_version_parked_while_its_predecessor_applies_is_not_stranded(
+    engine: AsyncEngine, backend: str
+) -> None:
+    registry, records, db = Registry(), Records(), Db(engine)
+    stall = Stall("other")
+    points_consumer(registry, stall)
+    second = records.event("e2", version=2)
+    other: RawRecord = records.event("other", aggregate_id="o-2", version=1)
+    first = records.event("e1", version=1)
+
+    outcomes = await race(
+        stall,
+        lambda: processor(engine, registry).process([second, other]),
+        lambda: processor(engine, registry).process([first]),
+    )
+
+    applied = [o.event_id for o in outcomes if o.kind is Kind.APPLIED]
+    assert sorted(applied) == ["e1", "e2", "other"]
+    assert sorted(await db.effects("points")) == ["e1", "e2", "other"]
+    assert await db.consumed("points") == ["e1", "e2", "other"]
+    assert await db.parked("points") == []
+    assert await db.version("points") == 2
+    assert await db.version("points", "o-2") == 1
