@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -33,6 +34,27 @@ class Decoded:
 
 
 @dataclass(frozen=True, slots=True)
+class Read:
+    """A record whose value is a JSON object, not yet validated: enough for the prefilter."""
+
+    record: RawRecord
+    raw: dict[str, Any]
+    trip: Trip
+
+    @property
+    def event_id(self) -> str | None:
+        """The ``eventId`` if it is a non-empty string."""
+        value = self.raw.get("eventId")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def event_type(self) -> str | None:
+        """The ``eventType`` if it is a string."""
+        value = self.raw.get("eventType")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True, slots=True)
 class Poison:
     """A record that cannot become an event, and why. ``envelope`` is set when it could be read."""
 
@@ -44,17 +66,30 @@ class Poison:
 
 def decode(record: RawRecord) -> Decoded | Poison:
     """Turn one record into a typed event; never raises for bad input."""
+    item = read(record)
+    return validate(item) if isinstance(item, Read) else item
+
+
+def read(record: RawRecord) -> Read | Poison:
+    """The first half of ``decode``: the value as a JSON object, or poison."""
     trip = Trip.of(record)
+    try:
+        raw: Any = orjson.loads(record.value or b"")
+    except orjson.JSONDecodeError as exc:
+        return Poison(record, UndecodableError(f"value is not JSON: {exc}"), trip)
+    if not isinstance(raw, dict):
+        error = UndecodableError(f"value is JSON {type(raw).__name__}, not an object")
+        return Poison(record, error, trip)
+    return Read(record, raw, trip)
+
+
+def validate(item: Read) -> Decoded | Poison:
+    """The second half of ``decode``: the JSON object as a typed event, or poison."""
+    record, raw, trip = item.record, item.raw, item.trip
 
     def poison(error: PoisonError, envelope: RawEnvelope | None = None) -> Poison:
         return Poison(record, error, trip, envelope)
 
-    try:
-        raw: Any = orjson.loads(record.value or b"")
-    except orjson.JSONDecodeError as exc:
-        return poison(UndecodableError(f"value is not JSON: {exc}"))
-    if not isinstance(raw, dict):
-        return poison(UndecodableError(f"value is JSON {type(raw).__name__}, not an object"))
     typed_envelope = _typed_envelope(raw.get("eventType"), raw.get("eventVersion"))
     if typed_envelope is not None:
         # The common case in one validation; on any error the steps below say which part.
@@ -99,12 +134,25 @@ def _envelope_of(model: type[Any]) -> type[Event]:
 
 def decode_batch(records: list[RawRecord]) -> tuple[list[Decoded], list[Poison]]:
     """Split a batch into events (in arrival order) and poison."""
-    events: list[Decoded] = []
+    return _split(map(decode, records), Decoded)
+
+
+def read_batch(records: list[RawRecord]) -> tuple[list[Read], list[Poison]]:
+    """``read`` each record: JSON objects (in arrival order) and poison."""
+    return _split(map(read, records), Read)
+
+
+def validate_batch(items: list[Read]) -> tuple[list[Decoded], list[Poison]]:
+    """``validate`` each read record: events (in arrival order) and poison."""
+    return _split(map(validate, items), Decoded)
+
+
+def _split(results: Iterable[Any], kind: type) -> tuple[list[Any], list[Poison]]:
+    good: list[Any] = []
     poison: list[Poison] = []
-    for record in records:
-        result = decode(record)
-        (events if isinstance(result, Decoded) else poison).append(result)  # type: ignore[arg-type]
-    return events, poison
+    for result in results:
+        (good if isinstance(result, kind) else poison).append(result)
+    return good, poison
 
 
 def _summary(exc: ValidationError) -> str:

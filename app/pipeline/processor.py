@@ -2,21 +2,23 @@
 
 For each batch the runtime hands over, in this order and for these reasons:
 
-1. decode every record (pure; poison is found before any transaction opens);
-2. dead-letter the poison once, for nobody in particular (it is no consumer's
+1. read every record's JSON (pure);
+2. ask the Redis prefilter (when configured) which events each consumer is
+   known to have applied: those skip the database (a fast path, never the truth),
+   and a record every consumer it is for applied is not validated either;
+3. validate the rest (pure; poison is found before any transaction opens);
+4. dead-letter the poison once, for nobody in particular (it is no consumer's
    event): remember it in the database, publish it to the DLT;
-3. ask the Redis prefilter (when configured) which events each consumer is
-   known to have applied: those skip the database (a fast path, never the truth);
-4. for each consumer (a retry record only for the consumer it names), one
+5. for each consumer (a retry record only for the consumer it names), one
    transaction: lock versions, dedup, gate, apply, park/drain, route failures,
    write records (``ConsumerBatch``) and commit; first without savepoints, and
    only if a handler fails, again with one savepoint per event, so the common
    batch pays for no isolation it does not use;
-5. publish that consumer's failures to their retry tier or the DLT, awaited
+6. publish that consumer's failures to their retry tier or the DLT, awaited
    (after the commit: a crash in between re-runs the event from its topic);
-6. run the after-commit callbacks of the transactions that committed, and tell
+7. run the after-commit callbacks of the transactions that committed, and tell
    the prefilter what was applied (only now: Redis never claims an uncommitted event);
-7. return the outcomes, so that metrics and logs are derived from values.
+8. return the outcomes, so that metrics and logs are derived from values.
 
 An infrastructure failure at any step pauses and retries that step in place
 (consumers that already committed are not run again). Only when this returns
@@ -40,13 +42,13 @@ from app.db.dialect import upsert
 from app.db.tables import failed_event
 from app.pipeline.apply import HandlerFailed, Mode
 from app.pipeline.consumer_batch import ConsumerBatch
-from app.pipeline.decode import Decoded, Poison, decode_batch
+from app.pipeline.decode import Decoded, Poison, read_batch, validate_batch
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.pause import Backoff, OnPause, retry_in_place
 from app.pipeline.publish import Publisher
 from app.pipeline.route import FailureRouter
 from app.pipeline.store import FAILURE_UPDATE_COLUMNS, VersionConflict
-from app.prefilter.stage import Lookup, remember_applied, skip_known
+from app.prefilter.stage import Lookup, ask, remember_applied, skip_known
 from app.records import RawRecord
 from app.registry import Registry
 from app.settings import UnseenAggregatePolicy
@@ -72,14 +74,18 @@ class BatchProcessor:
     async def process(self, records: Sequence[RawRecord]) -> list[Outcome]:
         """Process ``records``; returns once every effect is committed and every failure
         is published to its retry tier or the DLT. Bad events never raise."""
-        events, poison = decode_batch(list(records))
-        outcomes: list[Outcome] = []
+        reads, poison = read_batch(list(records))
+        consumers = self.registry.consumers
+        # Redis only ever knows committed events, so its answer holds across retries.
+        reads, known, outcomes = await ask(self.prefilter, consumers, reads)
+        events, invalid = validate_batch(reads)
+        poison += invalid
         if poison:
             outcomes += await self._dead_letter_poison(poison)
         if events:
             runs = [
-                self._consumer(name, mine)
-                for name in self.registry.consumers
+                self._consumer(name, mine, known.get(name, set()))
+                for name in consumers
                 if (mine := [e for e in events if e.trip.consumer in (None, name)])
             ]
             _warn_unknown_targets(events, self.registry)
@@ -91,9 +97,10 @@ class BatchProcessor:
                 outcomes.extend(consumer_outcomes)
         return outcomes
 
-    async def _consumer(self, consumer: str, events: list[Decoded]) -> list[Outcome]:
-        # Redis only ever knows committed events, so its answer holds across retries.
-        todo, skipped = await skip_known(self.prefilter, consumer, events)
+    async def _consumer(
+        self, consumer: str, events: list[Decoded], known: set[str]
+    ) -> list[Outcome]:
+        todo, skipped = skip_known(known, consumer, events)
         if not todo:
             return skipped
         batch = await self._until_done(

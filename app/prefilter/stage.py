@@ -1,26 +1,35 @@
-"""The prefilter stage: the two calls the batch processor makes, one on each side
-of a consumer's transaction.
+"""The prefilter stage: the calls the batch processor makes, before the records are
+validated and after each consumer's transaction.
 
 ::
 
-    todo, skipped = await skip_known(prefilter, consumer, events)   # before it opens
+    reads, known, skipped = await ask(prefilter, consumers, reads)  # before validation
+    todo, skipped = skip_known(known[consumer], consumer, events)   # before it opens
     outcomes = skipped + <dedup, gate, apply, commit> (todo)        # as without Redis
     await remember_applied(prefilter, consumer, outcomes)           # after it committed
 
 An event Redis knows is one this consumer's database already committed, so the
 database's dedup would call it a duplicate too; skipping it changes no outcome.
+A record that every consumer it is for is known to have applied is not even
+validated: its eventId is a duplicate for each, whatever the rest of it says (the
+database path, validating first, would dead-letter such a record if its bytes
+were broken; either way nothing applies twice).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Protocol
 
-from app.pipeline.decode import Decoded
+from app.pipeline.decode import Decoded, Read
 from app.pipeline.outcomes import Kind, Outcome
 
 SKIPPED = "known to the Redis prefilter"
 """The ``detail`` of a ``Duplicate`` the database was not asked about."""
+
+Known = dict[str, set[str]]
+"""The eventIds Redis knows each consumer applied."""
 
 
 class Lookup(Protocol):
@@ -31,15 +40,52 @@ class Lookup(Protocol):
     async def remember(self, consumer: str, event_ids: Sequence[str]) -> None: ...
 
 
-async def skip_known(
-    prefilter: Lookup | None, consumer: str, events: list[Decoded]
+async def ask(
+    prefilter: Lookup | None, consumers: Sequence[str], reads: list[Read]
+) -> tuple[list[Read], Known, list[Outcome]]:
+    """Ask Redis, one call per consumer, which eventIds of ``reads`` each applied.
+
+    Returns the reads still to validate (in arrival order), what Redis knows per
+    consumer, and ``Duplicate`` outcomes for each consumer of every read that all
+    its consumers are known to have applied (a retry or replay is for its own
+    consumer alone). Without a prefilter, or Redis, nothing is known.
+    """
+    if prefilter is None or not reads:
+        return reads, {}, []
+    targets = [_targets(item, consumers) for item in reads]
+    ids: dict[str, list[str]] = {consumer: [] for consumer in consumers}
+    for item, mine in zip(reads, targets, strict=True):
+        if item.event_id is not None:
+            for consumer in mine:
+                ids[consumer].append(item.event_id)
+    asked = [consumer for consumer in consumers if ids[consumer]]
+    answers = await asyncio.gather(*(prefilter.known(c, ids[c]) for c in asked))
+    known: Known = dict(zip(asked, answers, strict=True))
+    todo: list[Read] = []
+    skipped: list[Outcome] = []
+    for item, mine in zip(reads, targets, strict=True):
+        event_id = item.event_id
+        if event_id is None or not mine or any(event_id not in known.get(c, ()) for c in mine):
+            todo.append(item)
+            continue
+        skipped.extend(Outcome(Kind.DUPLICATE, c, event_id, item.event_type, SKIPPED) for c in mine)
+    return todo, known, skipped
+
+
+def _targets(item: Read, consumers: Sequence[str]) -> Sequence[str]:
+    """The consumers ``item`` is for: a retry's or replay's own (if it runs here), else all."""
+    target = item.trip.consumer
+    if target is None:
+        return consumers
+    return (target,) if target in consumers else ()
+
+
+def skip_known(
+    known: set[str], consumer: str, events: list[Decoded]
 ) -> tuple[list[Decoded], list[Outcome]]:
     """Split ``events`` into those the transaction must see and ``Duplicate`` outcomes for
-    those Redis knows ``consumer`` applied. Without a prefilter, or Redis, nothing is skipped."""
-    if prefilter is None or not events:
-        return events, []
-    known = await prefilter.known(consumer, [item.event_id for item in events])
-    if not known:
+    those ``known`` (what Redis knows ``consumer`` applied, from ``ask``)."""
+    if not known or not events:
         return events, []
     todo = [item for item in events if item.event_id not in known]
     skipped = [

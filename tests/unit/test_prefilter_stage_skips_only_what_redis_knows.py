@@ -1,21 +1,27 @@
 """The prefilter stage skips exactly the events Redis knows, and remembers only applied ones.
 
-Contract: ``skip_known`` hands the transaction every event Redis does not know
-for that consumer, in arrival order, and turns each known one into a
-``Duplicate`` (detail: the prefilter), which is what the database's dedup would
-have said; without a prefilter, or when Redis knows nothing, the events pass
-untouched and Redis is asked at most once. ``remember_applied`` passes on only
-the consumer's ``Applied`` event ids: an event with any other outcome (parked,
+Contract: ``ask`` asks Redis once per consumer (for the records that consumer is
+for: a retry or replay names its own) and hands back, in arrival order, every
+record that some consumer it is for is not known to have applied; a record that
+every one of its consumers applied becomes a ``Duplicate`` for each of them
+(detail: the prefilter) without being validated. Without a prefilter, or when
+Redis knows nothing, the records pass untouched; an empty batch asks nothing.
+``skip_known`` hands a consumer's transaction every event not known for it, in
+arrival order, and turns each known one into a ``Duplicate``, which is what the
+database's dedup would have said. ``remember_applied`` passes on only the
+consumer's ``Applied`` event ids: an event with any other outcome (parked,
 stale, retried, ...) must reach the database again when it is delivered again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from app.pipeline.decode import Decoded, decode
+from app.pipeline.decode import Decoded, Read, decode, read
 from app.pipeline.outcomes import Applied, Duplicate, Kind, Outcome
-from app.prefilter.stage import SKIPPED, remember_applied, skip_known
+from app.prefilter.stage import SKIPPED, ask, remember_applied, skip_known
+from app.records import RawRecord
 from tests.pipeline.events import Records
 
 
@@ -42,32 +48,74 @@ def events(*event_ids: str) -> list[Decoded]:
     return decoded  # type: ignore[return-value]
 
 
-async def test_known_events_become_duplicates_and_the_rest_go_on_in_order() -> None:
-    batch = events("e1", "e2", "e3", "e4")
-    prefilter = KnownSet(("points", "e2"), ("points", "e4"), ("inventory", "e1"))
+def reads(*records: RawRecord) -> list[Read]:
+    items = [read(record) for record in records]
+    assert all(isinstance(item, Read) for item in items)
+    return items  # type: ignore[return-value]
 
-    todo, skipped = await skip_known(prefilter, "points", batch)
+
+CONSUMERS = ("inventory", "points")
+
+
+async def test_records_every_consumer_applied_are_duplicates_without_validation() -> None:
+    records = Records()
+    broken = records.raw(b'{"eventId": "e2", "eventType": "OrderPaid", "data": 7}')
+    batch = reads(records.event("e1"), broken, records.event("e3"), records.event("e4"))
+    prefilter = KnownSet(
+        ("points", "e2"),
+        ("inventory", "e2"),
+        ("points", "e3"),
+        ("inventory", "e4"),
+        ("points", "e4"),
+    )
+
+    todo, known, skipped = await ask(prefilter, CONSUMERS, batch)
+
+    assert [item.event_id for item in todo] == ["e1", "e3"]
+    assert known == {"inventory": {"e2", "e4"}, "points": {"e2", "e3", "e4"}}
+    assert skipped == [
+        Outcome(Kind.DUPLICATE, c, event_id, "OrderPaid", SKIPPED)
+        for event_id in ("e2", "e4")
+        for c in CONSUMERS
+    ]
+    assert sorted(prefilter.asked) == [(c, ["e1", "e2", "e3", "e4"]) for c in CONSUMERS]
+
+
+async def test_a_retry_is_asked_about_and_skipped_for_its_own_consumer_alone() -> None:
+    records = Records()
+    retry = replace(records.event("e1"), headers=(("retry-consumer-group", b"points"),))
+    elsewhere = replace(records.event("e2"), headers=(("retry-consumer-group", b"billing"),))
+    prefilter = KnownSet(("points", "e1"), ("billing", "e2"), ("inventory", "e2"))
+
+    todo, _, skipped = await ask(prefilter, CONSUMERS, reads(retry, elsewhere))
+
+    assert [item.event_id for item in todo] == ["e2"]
+    assert skipped == [Outcome(Kind.DUPLICATE, "points", "e1", "OrderPaid", SKIPPED)]
+    assert prefilter.asked == [("points", ["e1"])]
+
+
+async def test_nothing_known_no_prefilter_or_an_empty_batch_passes_untouched() -> None:
+    records = Records()
+    batch = reads(records.event("e1"), records.raw(b'{"eventType": "OrderPaid"}'))
+    prefilter = KnownSet(("points", "e1"))
+
+    assert await ask(KnownSet(), CONSUMERS, batch) == (batch, {c: set() for c in CONSUMERS}, [])
+    assert await ask(None, CONSUMERS, batch) == (batch, {}, [])
+    assert await ask(prefilter, CONSUMERS, []) == ([], {}, [])
+    assert prefilter.asked == []
+
+
+def test_a_consumer_skips_the_events_known_for_it_in_order() -> None:
+    batch = events("e1", "e2", "e3", "e4")
+
+    todo, skipped = skip_known({"e2", "e4"}, "points", batch)
 
     assert [item.event_id for item in todo] == ["e1", "e3"]
     assert skipped == [
         Outcome(Kind.DUPLICATE, "points", "e2", "OrderPaid", SKIPPED),
         Outcome(Kind.DUPLICATE, "points", "e4", "OrderPaid", SKIPPED),
     ]
-    assert prefilter.asked == [("points", ["e1", "e2", "e3", "e4"])]
-
-
-async def test_nothing_known_or_no_prefilter_passes_the_batch_untouched() -> None:
-    batch = events("e1", "e2")
-
-    assert await skip_known(KnownSet(), "points", batch) == (batch, [])
-    assert await skip_known(None, "points", batch) == (batch, [])
-
-
-async def test_an_empty_batch_does_not_ask_redis() -> None:
-    prefilter = KnownSet()
-
-    assert await skip_known(prefilter, "points", []) == ([], [])
-    assert prefilter.asked == []
+    assert skip_known(set(), "points", batch) == (batch, [])
 
 
 async def test_only_the_consumers_applied_events_are_remembered() -> None:
