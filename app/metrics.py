@@ -77,6 +77,13 @@ CONSUMER_BATCH_DURATION = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
     registry=REGISTRY,
 )
+BATCH_RERUNS = Counter(
+    "effectively_once_batch_reruns_total",
+    "A consumer's batch rolled back and run again: 'conflict' (another worker wrote one of "
+    "its aggregates meanwhile) or 'handler-failed' (again, one savepoint per event).",
+    ["consumer", "reason"],
+    registry=REGISTRY,
+)
 DUPLICATES = Counter(
     "effectively_once_duplicates_total",
     "Duplicates caught, by consumer and by who caught them (database dedup record or prefilter).",
@@ -248,6 +255,11 @@ def record_outcomes(outcomes: Sequence[Outcome], batch_seconds: float, batch_siz
 def observe_consumer_batch(consumer: str, seconds: float) -> None:
     """One consumer's transaction over a batch took ``seconds``."""
     CONSUMER_BATCH_DURATION.labels(consumer).observe(seconds)
+
+
+def record_rerun(consumer: str, reason: str) -> None:
+    """``consumer``'s batch was rolled back and runs again, for ``reason``."""
+    BATCH_RERUNS.labels(consumer, reason).inc()
 
 
 def record_pause(dependency: str, delay: float) -> None:

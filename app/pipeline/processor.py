@@ -54,6 +54,8 @@ from app.registry import Registry
 from app.settings import UnseenAggregatePolicy
 
 T = TypeVar("T")
+RERUN_CONFLICT = "conflict"
+RERUN_HANDLER_FAILED = "handler-failed"
 log = logging.getLogger("effectively_once.pipeline")
 
 
@@ -126,6 +128,7 @@ class BatchProcessor:
                 # Rolled back; another worker committed some of these aggregates meanwhile
                 # (a rebalance): the next run reads what it did.
                 log.info("%s: %s; running the batch again", consumer, conflict)
+                metrics.record_rerun(consumer, RERUN_CONFLICT)
 
     async def _consumer_attempt(self, consumer: str, events: list[Decoded]) -> ConsumerBatch:
         try:
@@ -134,6 +137,7 @@ class BatchProcessor:
             log.info(
                 "%s: a handler failed (%s); re-running the batch event by event", consumer, failed
             )
+            metrics.record_rerun(consumer, RERUN_HANDLER_FAILED)
         # Outside the except block, so the failures found now don't chain the first one.
         return await self._transaction(consumer, events, Mode.ISOLATED)
 

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.context import HandlerContext
 from app.db import tables
 from app.db.engine import create_engine, session_factory
+from app.metrics import REGISTRY
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.processor import BatchProcessor
 from app.pipeline.route import FailureRouter
@@ -102,6 +103,14 @@ async def race(
     return await asyncio.wait_for(both(), TEST_TIMEOUT_SECONDS)
 
 
+def conflicts() -> float:
+    """How many batches of ``points`` ran again after a conflict, in this process."""
+    sample = REGISTRY.get_sample_value(
+        "effectively_once_batch_reruns_total", {"consumer": "points", "reason": "conflict"}
+    )
+    return sample or 0.0
+
+
 def by_event(outcomes: list[Outcome]) -> list[tuple[str | None, Any]]:
     return sorted((o.event_id, o.kind) for o in outcomes)
 
@@ -120,6 +129,7 @@ async def test_the_same_event_in_two_workers_applies_once(
         await processor(engine, registry).process(earlier)
     first = records.event(event_id, version=history + 1)
     again = records.again(first)
+    conflicts_before = conflicts()
 
     outcomes = await race(
         stall,
@@ -128,6 +138,8 @@ async def test_the_same_event_in_two_workers_applies_once(
     )
 
     assert by_event(outcomes) == sorted([(event_id, Kind.APPLIED), (event_id, Kind.DUPLICATE)])
+    # PostgreSQL lets B commit first, and A's batch runs again; MariaDB makes B wait.
+    assert conflicts() - conflicts_before == (1 if backend == "postgresql" else 0)
     assert await db.effects("points") == [f"e{v}" for v in range(1, history + 2)]
     assert await db.consumed("points") == [f"e{v}" for v in range(1, history + 2)]
     assert await db.version("points") == history + 1

@@ -20,6 +20,7 @@ from sqlalchemy import insert
 
 from app.context import HandlerContext
 from app.errors import PermanentError, RetryableError
+from app.metrics import REGISTRY
 from app.pipeline.outcomes import Kind
 from app.records import headers_from_json
 from app.registry import Registry, handler
@@ -34,6 +35,14 @@ from tests.pipeline.support import (
     kinds,
     write_effect,
 )
+
+
+def handler_reruns() -> float:
+    """Batches of ``points`` run again because a handler failed, in this process."""
+    sample = REGISTRY.get_sample_value(
+        "effectively_once_batch_reruns_total", {"consumer": "points", "reason": "handler-failed"}
+    )
+    return sample or 0.0
 
 
 async def test_only_the_failing_event_is_rolled_back_and_its_successors_park(
@@ -57,6 +66,7 @@ async def test_only_the_failing_event_is_rolled_back_and_its_successors_park(
         records.event("b1", aggregate_id="o-b", version=1),
     ]
 
+    reruns_before = handler_reruns()
     outcomes = await make_processor().process(batch)
 
     assert kinds(outcomes) == [
@@ -65,6 +75,7 @@ async def test_only_the_failing_event_is_rolled_back_and_its_successors_park(
         ("a3", Kind.PARKED),
         ("b1", Kind.APPLIED),
     ]
+    assert handler_reruns() - reruns_before == 1  # the batch ran once more, event by event
     assert "ValueError: points service rejected a2" in outcomes[1].detail
     assert await db.effects() == ["a1", "b1"]
     assert await db.consumed("points") == ["a1", "b1"]
