@@ -58,6 +58,16 @@ class Registry:
         """Consumer names, sorted: each is a namespace of dedup records and versions."""
         return sorted(self._by_consumer)
 
+    @property
+    def event_types(self) -> frozenset[str]:
+        """The eventTypes at least one consumer has a handler for: whose payloads matter here."""
+        return frozenset(
+            event_type
+            for by_type in self._by_consumer.values()
+            for event_type, handlers in by_type.items()
+            if handlers
+        )
+
     def handlers_for(self, consumer: str, event_type: str) -> list[HandlerSpec]:
         """The handlers ``consumer`` runs for ``event_type`` (often none)."""
         return self._by_consumer.get(consumer, {}).get(event_type, [])

@@ -123,7 +123,7 @@ class ConsumerBatch:
             stored = self._parked_db.get(agg, {}).pop(nxt, None)
             if stored is not None:
                 self._changes.unparked.add(stored.event_id)
-                found = decode(stored.record)
+                found = decode(stored.record, self.registry.event_types)
                 if not isinstance(found, Decoded):
                     # It decoded when it was parked: the schemas changed since (a deploy).
                     self._dead_letter(found)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -64,10 +64,11 @@ class Poison:
     envelope: RawEnvelope | None = None
 
 
-def decode(record: RawRecord) -> Decoded | Poison:
-    """Turn one record into a typed event; never raises for bad input."""
+def decode(record: RawRecord, payloads: Container[str] | None = None) -> Decoded | Poison:
+    """Turn one record into a typed event; never raises for bad input. ``payloads``: see
+    ``validate``."""
     item = read(record)
-    return validate(item) if isinstance(item, Read) else item
+    return validate(item, payloads) if isinstance(item, Read) else item
 
 
 def read(record: RawRecord) -> Read | Poison:
@@ -83,13 +84,25 @@ def read(record: RawRecord) -> Read | Poison:
     return Read(record, raw, trip)
 
 
-def validate(item: Read) -> Decoded | Poison:
-    """The second half of ``decode``: the JSON object as a typed event, or poison."""
+def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Poison:
+    """The second half of ``decode``: the JSON object as a typed event, or poison.
+
+    ``payloads``: the eventTypes whose payload to validate against its model (``None``:
+    all). An event of any other type is one no handler here reads: its envelope is
+    checked, its ``data`` is left as it came, and it advances versions like any event.
+    """
     record, raw, trip = item.record, item.raw, item.trip
 
     def poison(error: PoisonError, envelope: RawEnvelope | None = None) -> Poison:
         return Poison(record, error, trip, envelope)
 
+    event_type = raw.get("eventType")
+    if payloads is not None and isinstance(event_type, str) and event_type not in payloads:
+        try:
+            envelope = Event.model_validate(raw)
+        except ValidationError as exc:
+            return poison(InvalidSchemaError(f"envelope: {_summary(exc)}"))
+        return Decoded(record, envelope, known=is_known_event_type(event_type), trip=trip)
     typed_envelope = _typed_envelope(raw.get("eventType"), raw.get("eventVersion"))
     if typed_envelope is not None:
         # The common case in one validation; on any error the steps below say which part.
@@ -142,9 +155,11 @@ def read_batch(records: list[RawRecord]) -> tuple[list[Read], list[Poison]]:
     return _split(map(read, records), Read)
 
 
-def validate_batch(items: list[Read]) -> tuple[list[Decoded], list[Poison]]:
+def validate_batch(
+    items: list[Read], payloads: Container[str] | None = None
+) -> tuple[list[Decoded], list[Poison]]:
     """``validate`` each read record: events (in arrival order) and poison."""
-    return _split(map(validate, items), Decoded)
+    return _split((validate(item, payloads) for item in items), Decoded)
 
 
 def _split(results: Iterable[Any], kind: type) -> tuple[list[Any], list[Poison]]:

@@ -6,7 +6,8 @@ For each batch the runtime hands over, in this order and for these reasons:
 2. ask the Redis prefilter (when configured) which events each consumer is
    known to have applied: those skip the database (a fast path, never the truth),
    and a record every consumer it is for applied is not validated either;
-3. validate the rest (pure; poison is found before any transaction opens);
+3. validate the rest (pure; poison is found before any transaction opens; a payload
+   only if a consumer here handles its eventType);
 4. dead-letter the poison once, for nobody in particular (it is no consumer's
    event): remember it in the database, publish it to the DLT;
 5. for each consumer (a retry record only for the consumer it names), one
@@ -80,7 +81,7 @@ class BatchProcessor:
         consumers = self.registry.consumers
         # Redis only ever knows committed events, so its answer holds across retries.
         reads, known, outcomes = await ask(self.prefilter, consumers, reads)
-        events, invalid = validate_batch(reads)
+        events, invalid = validate_batch(reads, self.registry.event_types)
         poison += invalid
         if poison:
             outcomes += await self._dead_letter_poison(poison)
