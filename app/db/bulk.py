@@ -84,43 +84,29 @@ def insert(table: Table, columns: tuple[str, ...], conflict: tuple[str, ...] = P
 
 @cache
 def update_from(
-    table: Table, columns: tuple[str, ...], keys: tuple[str, ...], constants: tuple[str, ...] = ()
+    table: Table,
+    columns: tuple[str, ...],
+    keys: tuple[str, ...],
+    constants: tuple[str, ...] = (),
+    if_unchanged: bool = False,
 ) -> Update:
     """``UPDATE table SET <other columns> FROM <the rows> WHERE <keys> match``.
 
     ``constants`` are columns set to one value for every row, bound as ``c_<column>``
     (``constant_params``), so that the statement stays the cached one.
+
+    ``if_unchanged``: only the rows that no other transaction wrote since they were
+    read. Each row then carries, besides ``columns``, ``seen``: the ``xmin`` its reader
+    saw (``xmin_text``), the transaction that last wrote that row version. A row
+    written since has another ``xmin`` and is left as it is; the caller compares the
+    row count. Under READ COMMITTED a row that a concurrent transaction holds is
+    waited for, then checked as that transaction left it.
     """
-    source = _rows(table, columns)
+    source = _rows(table, columns, extra=(SEEN,) if if_unchanged else ())
+    unchanged = [xmin_text(table) == source.c[SEEN]] if if_unchanged else []
     return (
         update(table)
-        .where(*(table.c[name] == source.c[name] for name in keys))
-        .values(
-            {name: source.c[name] for name in columns if name not in keys}
-            | {name: bindparam(f"c_{name}", type_=table.c[name].type) for name in constants}
-        )
-    )
-
-
-@cache
-def update_unchanged(
-    table: Table, columns: tuple[str, ...], keys: tuple[str, ...], constants: tuple[str, ...] = ()
-) -> Update:
-    """``update_from`` for the rows that no other transaction wrote since they were read.
-
-    Each row carries, besides ``columns``, ``seen``: the ``xmin`` its reader saw
-    (``xmin_text``), the transaction that last wrote that row version. A row written
-    since has another ``xmin`` and is left as it is; the caller compares the row count.
-    Under READ COMMITTED a row that a concurrent transaction holds is waited for, then
-    checked as that transaction left it.
-    """
-    source = _rows(table, columns, extra=(SEEN,))
-    return (
-        update(table)
-        .where(
-            *(table.c[name] == source.c[name] for name in keys),
-            xmin_text(table) == source.c[SEEN],
-        )
+        .where(*(table.c[name] == source.c[name] for name in keys), *unchanged)
         .values(
             {name: source.c[name] for name in columns if name not in keys}
             | {name: bindparam(f"c_{name}", type_=table.c[name].type) for name in constants}

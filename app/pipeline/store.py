@@ -9,7 +9,7 @@ partition's new owner). Their batches must serialise per aggregate:
 - PostgreSQL, optimistically: ``read_versions`` reads the rows and the ``xmin`` of
   each (the transaction that wrote it) without a lock; ``save`` first writes every
   aggregate the batch advanced or parked an event of, only where the row is still
-  the one read (``bulk.update_unchanged``; a missing row is inserted unless it
+  the one read (``bulk.update_from(..., if_unchanged=True)``; a missing row is inserted unless it
   appeared). A row another transaction wrote meanwhile fails the batch with
   ``VersionConflict``: it is rolled back and run again, and reads what the other
   committed. A version row is written once per batch instead of locked and then
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, select, union_all
+from sqlalchemy import ColumnElement, delete, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import bulk
@@ -120,15 +120,9 @@ class ConsumerStore:
         return versions
 
     async def _read_unlocked(self, wanted: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
-        t = aggregate_version
-        for agg_type, ids in _by_type(wanted, self.list_size):
-            stmt = select(t.c.aggregate_id, t.c.last_version, bulk.xmin_text(t)).where(
-                t.c.consumer_group == self.consumer,
-                t.c.aggregate_type == agg_type,
-                one_of(self.dialect, t.c.aggregate_id, ids),
-            )
-            for agg_id, last, seen in await self.session.execute(stmt):
-                self._read[(agg_type, agg_id)] = (last, seen)
+        xmin = bulk.xmin_text(aggregate_version)
+        for agg, last, seen in await self._select_versions(wanted, xmin):
+            self._read[agg] = (last, seen)
         return {agg: last for agg, (last, _) in self._read.items()}
 
     def _new_version_rows(
@@ -148,21 +142,25 @@ class ConsumerStore:
         ]
 
     async def _select_for_update(self, aggs: Sequence[Aggregate]) -> dict[Aggregate, int | None]:
+        return {agg: last for agg, last in await self._select_versions(aggs, lock=True)}
+
+    async def _select_versions(
+        self, aggs: Sequence[Aggregate], *extra: ColumnElement[Any], lock: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """``(aggregate, last_version, *extra)`` of each version row of ``aggs`` that exists;
+        ``lock``: ``FOR UPDATE``, in key order."""
         t = aggregate_version
-        found: dict[Aggregate, int | None] = {}
+        found: list[tuple[Any, ...]] = []
         for agg_type, ids in _by_type(aggs, self.list_size):
-            stmt = (
-                select(t.c.aggregate_id, t.c.last_version)
-                .where(
-                    t.c.consumer_group == self.consumer,
-                    t.c.aggregate_type == agg_type,
-                    one_of(self.dialect, t.c.aggregate_id, ids),
-                )
-                .order_by(t.c.aggregate_id)
-                .with_for_update()
+            stmt = select(t.c.aggregate_id, t.c.last_version, *extra).where(
+                t.c.consumer_group == self.consumer,
+                t.c.aggregate_type == agg_type,
+                one_of(self.dialect, t.c.aggregate_id, ids),
             )
-            for agg_id, last in await self.session.execute(stmt):
-                found[(agg_type, agg_id)] = last
+            if lock:
+                stmt = stmt.order_by(t.c.aggregate_id).with_for_update()
+            for agg_id, *rest in await self.session.execute(stmt):
+                found.append(((agg_type, agg_id), *rest))
         return found
 
     async def seen_event_ids(self, event_ids: Sequence[str]) -> set[str]:
@@ -217,21 +215,8 @@ class ConsumerStore:
         if self.optimistic:
             await self._write_versions_if_unchanged(changes, stamp)
         else:
-            await update_rows(
-                self.session,
-                aggregate_version,
-                VERSION_KEY,
-                [
-                    {
-                        "consumer_group": self.consumer,
-                        "aggregate_type": agg_type,
-                        "aggregate_id": agg_id,
-                        "last_version": version,
-                    }
-                    for (agg_type, agg_id), version in sorted(changes.versions.items())
-                ],
-                updated_at=stamp,
-            )
+            rows = self._new_version_rows(sorted(changes.versions.items()), stamp)
+            await update_rows(self.session, aggregate_version, VERSION_KEY, rows)
         for row in changes.consumed:
             row["applied_at"] = stamp  # one moment for the batch: its commit follows
         await insert_rows(self.session, consumed_event, changes.consumed)
@@ -265,7 +250,7 @@ class ConsumerStore:
             for (agg, _), row in zip(existing, rows, strict=True):
                 row[bulk.SEEN] = self._read[agg][1]
             columns = tuple(name for name in bulk.columns_of(rows) if name != bulk.SEEN)
-            update = bulk.update_unchanged(aggregate_version, columns, VERSION_KEY)
+            update = bulk.update_from(aggregate_version, columns, VERSION_KEY, if_unchanged=True)
             params = bulk.params(aggregate_version, rows)
             result = await self.session.execute(update, params, execution_options=_NO_SYNC)
             _expect(result, len(rows), "changed")
