@@ -96,14 +96,14 @@ def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Po
     def poison(error: PoisonError, envelope: RawEnvelope | None = None) -> Poison:
         return Poison(record, error, trip, envelope)
 
-    event_type = raw.get("eventType")
-    if payloads is not None and isinstance(event_type, str) and event_type not in payloads:
+    event_type = item.event_type
+    if payloads is not None and event_type is not None and event_type not in payloads:
         try:
             envelope = Event.model_validate(raw)
         except ValidationError as exc:
             return poison(InvalidSchemaError(f"envelope: {_summary(exc)}"))
         return Decoded(record, envelope, known=is_known_event_type(event_type), trip=trip)
-    typed_envelope = _typed_envelope(raw.get("eventType"), raw.get("eventVersion"))
+    typed_envelope = _typed_envelope(event_type, raw.get("eventVersion"))
     if typed_envelope is not None:
         # The common case in one validation; on any error the steps below say which part.
         try:
@@ -143,11 +143,6 @@ def _typed_envelope(event_type: Any, version: Any) -> type[Event] | None:
 @cache
 def _envelope_of(model: type[Any]) -> type[Event]:
     return Envelope[model]  # type: ignore[valid-type]
-
-
-def decode_batch(records: list[RawRecord]) -> tuple[list[Decoded], list[Poison]]:
-    """Split a batch into events (in arrival order) and poison."""
-    return _split(map(decode, records), Decoded)
 
 
 def read_batch(records: list[RawRecord]) -> tuple[list[Read], list[Poison]]:

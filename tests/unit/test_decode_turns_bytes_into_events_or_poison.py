@@ -6,7 +6,7 @@ camelCase envelope and then ``data`` against the model registered for
 ``Decoded(known=True)`` with a typed payload; an unknown type as
 ``Decoded(known=False)`` with its raw ``data``. Anything else is ``Poison``
 carrying the ``PoisonError`` subclass that names why (and the envelope when it
-could be read). ``decode_batch`` keeps arrival order in both lists.
+could be read). ``read_batch`` then ``validate_batch`` keep arrival order in both lists.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from app.errors import InvalidSchemaError, UndecodableError, UnsupportedVersionError
-from app.pipeline.decode import Decoded, Poison, decode, decode_batch
+from app.pipeline.decode import Decoded, Poison, decode, read_batch, validate_batch
 from app.records import RawRecord
 from schemas.order import OrderCreated, OrderPaid
 
@@ -201,7 +201,7 @@ def test_a_long_list_of_schema_errors_is_summarised() -> None:
     assert text.endswith("(+2 more)")
 
 
-def test_decode_batch_splits_events_and_poison_in_arrival_order() -> None:
+def test_a_batch_splits_into_events_and_poison_in_arrival_order() -> None:
     batch = [
         as_record(envelope(eventId="a"), 0),
         record(b"junk", 1),
@@ -209,7 +209,9 @@ def test_decode_batch_splits_events_and_poison_in_arrival_order() -> None:
         record(None, 3),
     ]
 
-    events, poison = decode_batch(batch)
+    reads, poison = read_batch(batch)
+    events, invalid = validate_batch(reads)
+    assert invalid == []
 
     assert [e.event_id for e in events] == ["a", "b"]
     assert [p.record.offset for p in poison] == [1, 3]
