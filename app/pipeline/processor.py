@@ -11,7 +11,7 @@ For each batch the runtime hands over, in this order and for these reasons:
 4. dead-letter the poison once, for nobody in particular (it is no consumer's
    event): remember it in the database, publish it to the DLT;
 5. for each consumer (a retry record only for the consumer it names), one
-   transaction: lock versions, dedup, gate, apply, park/drain, route failures,
+   transaction: read versions, dedup, gate, apply, park/drain, route failures,
    write records (``ConsumerBatch``) and commit; first without savepoints, and
    only if a handler fails, again with one savepoint per event, so the common
    batch pays for no isolation it does not use;
@@ -82,7 +82,8 @@ class BatchProcessor:
         # Redis only ever knows committed events, so its answer holds across retries.
         reads, known, outcomes = await ask(self.prefilter, consumers, reads)
         events, invalid = validate_batch(reads, self.registry.event_types)
-        poison += invalid
+        # Dead letters of one partition go out in the order their records came.
+        poison = sorted(poison + invalid, key=lambda p: (p.record.partition, p.record.offset))
         if poison:
             outcomes += await self._dead_letter_poison(poison)
         if events:

@@ -198,3 +198,20 @@ async def test_a_poison_record_with_an_event_id_is_not_a_dedup_record(
 
     assert [o.kind for o in outcomes] == [Kind.APPLIED, Kind.APPLIED]
     assert sorted(calls) == [("notification", "e1"), ("points", "e1")]
+
+
+async def test_poison_of_a_partition_reaches_the_dlt_in_the_order_it_came(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    publisher: RecordingPublisher,
+) -> None:
+    register_two_consumers(registry, [])
+    # A schema violation is found after bytes that are no JSON at all; it came first.
+    batch = [records.raw(_without("eventId")), records.raw(b"{not json"), records.raw(b"")]
+
+    await make_processor().process(batch)
+
+    assert [int(header_map(r)["dlt-original-offset"]) for r in publisher.records] == [
+        r.offset for r in batch
+    ]
