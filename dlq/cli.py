@@ -102,8 +102,9 @@ Until = Annotated[
 ]
 Status = Annotated[
     list[str] | None,
-    typer.Option(help="Only records in this status (repeatable): dead, replayed, ...",
-                 callback=_statuses),
+    typer.Option(
+        help="Only records in this status (repeatable): dead, replayed, ...", callback=_statuses
+    ),
 ]
 Limit = Annotated[int | None, typer.Option(min=1, help="At most this many (oldest first).")]
 Timeout = Annotated[
@@ -118,6 +119,9 @@ Everything = Annotated[
 ]
 Rate = Annotated[float | None, typer.Option(min=0.01, help="At most this many records/s.")]
 By = Annotated[str | None, typer.Option(help="Who decides (default: $USER).")]
+Why = Annotated[
+    str | None, typer.Option("--why", "--reason-note", help="Why (kept as decision_note).")
+]
 
 
 @cli.command("list")
@@ -176,15 +180,13 @@ def replay(
     everything: Everything = False,
     rate: Rate = None,
     by: By = None,
-    reason_note: Annotated[
-        str | None, typer.Option("--reason-note", help="Why (kept as decision_note).")
-    ] = None,
+    why: Why = None,
     topic: Topic = None,
     timeout: Timeout = 60.0,
 ) -> None:
     """Publish dead records back to their original topic, for the consumer that failed them."""
     selection = _selection(positions, event_id, consumer, reason, since, until, status, limit)
-    decision = Decision(Action.REPLAY, execute, force, everything, rate, _by(by), reason_note)
+    decision = Decision(Action.REPLAY, execute, force, everything, rate, _by(by), why)
     raise typer.Exit(_run(act(_target(topic, timeout), selection, decision, out)))
 
 
@@ -203,7 +205,7 @@ def skip(
     everything: Everything = False,
     rate: Rate = None,
     by: By = None,
-    why: Annotated[str | None, typer.Option(help="Why (kept as decision_note).")] = None,
+    why: Why = None,
     topic: Topic = None,
     timeout: Timeout = 60.0,
 ) -> None:
@@ -243,8 +245,9 @@ def _target(topic: str | None, timeout: float) -> Target:
     try:
         settings = Settings()
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}"
-                             for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
+        )
         _fail(CommandError(f"bad settings in the environment: {problems}"))
     base = topic or settings.order_topic
     dlt = base if base.endswith(DLT_SUFFIX) else dlt_topic(base)
