@@ -26,6 +26,7 @@ def create_engine(url: str, pool_size: int = 5) -> AsyncEngine:
 
     PostgreSQL and MySQL run at READ COMMITTED so that a statement issued after
     a row lock was granted sees what the lock holder before us committed.
+    PostgreSQL plans every statement for its parameters (see ``_postgresql_connect``).
     SQLite runs in WAL mode with a busy timeout so that several worker
     processes can share one file.
     """
@@ -41,10 +42,25 @@ def create_engine(url: str, pool_size: int = 5) -> AsyncEngine:
             isolation_level="READ COMMITTED",
         )
     engine = create_async_engine(url, **options)
+    if backend == "postgresql":
+        event.listen(engine.sync_engine, "connect", _postgresql_connect)
     if backend == "sqlite":
         event.listen(engine.sync_engine, "connect", _sqlite_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
     return engine
+
+
+def _postgresql_connect(dbapi_connection: Any, _record: Any) -> None:
+    # The driver prepares each statement once per connection, and after five runs the
+    # server may switch it to a generic plan, chosen from the table sizes of that moment
+    # and kept for the connection's life. A plan chosen while a table was nearly empty
+    # (a new deployment, the first minutes of a new consumer) can scan it in full, and
+    # a dedup lookup then took seconds per batch once the table had grown to 60k rows.
+    # A custom plan per run costs a little planning and always sees the table it reads.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("SET plan_cache_mode = force_custom_plan")
+    cursor.close()
+    dbapi_connection.commit()  # the driver ran it in a transaction: a rollback would undo it
 
 
 def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
