@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import event
@@ -14,6 +15,9 @@ from sqlalchemy.ext.asyncio import (
 )
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+CUSTOM_PLANS = "SET plan_cache_mode = force_custom_plan"
+
+log = logging.getLogger("effectively_once.db")
 
 
 def dialect_name(url: str) -> str:
@@ -57,10 +61,20 @@ def _postgresql_connect(dbapi_connection: Any, _record: Any) -> None:
     # (a new deployment, the first minutes of a new consumer) can scan it in full, and
     # a dedup lookup then took seconds per batch once the table had grown to 60k rows.
     # A custom plan per run costs a little planning and always sees the table it reads.
+    # A server without the setting (before PostgreSQL 12, some compatible databases)
+    # still serves: a warning, and the connection is used as it is.
     cursor = dbapi_connection.cursor()
-    cursor.execute("SET plan_cache_mode = force_custom_plan")
-    cursor.close()
-    dbapi_connection.commit()  # the driver ran it in a transaction: a rollback would undo it
+    try:
+        cursor.execute(CUSTOM_PLANS)
+    except Exception as exc:  # the driver's own error class; the connection is still fine
+        dbapi_connection.rollback()
+        log.warning(
+            "the database refused %r (%s); statements use its plan cache", CUSTOM_PLANS, exc
+        )
+    else:
+        dbapi_connection.commit()  # the driver ran it in a transaction: a rollback undoes it
+    finally:
+        cursor.close()
 
 
 def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:

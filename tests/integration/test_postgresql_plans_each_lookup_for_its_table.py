@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import insert, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.db import engine as engine_module
 from app.db import tables
 from app.db.engine import create_engine, session_factory
 from app.pipeline.store import ConsumerStore
@@ -78,3 +79,19 @@ async def test_a_rolled_back_transaction_keeps_the_setting(engine: AsyncEngine) 
         async with session_factory(engine)() as session:
             assert (await session.execute(show)).scalar() == "force_custom_plan"
             await session.rollback()
+
+
+async def test_a_server_without_the_setting_still_serves(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(engine_module, "CUSTOM_PLANS", "SET no_such_setting_anywhere = 1")
+    eng = create_engine(database_url, pool_size=1)
+    try:
+        for _ in range(2):
+            async with session_factory(eng)() as session:
+                assert (await session.execute(text("SELECT 1"))).scalar() == 1
+    finally:
+        await eng.dispose()
+    refused = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refused) == 1  # once per connection, and the pool kept its one connection
+    assert "no_such_setting_anywhere" in refused[0].getMessage()
