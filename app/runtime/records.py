@@ -13,12 +13,12 @@ def to_record(event: Any) -> RawRecord:
     headers = message.headers or ()
     if isinstance(headers, dict):
         headers = headers.items()
-    return RawRecord(
-        topic=message.topic,
-        partition=message.partition,
-        offset=message.offset,
-        key=message.key,
-        value=message.value,
-        headers=tuple((str(k), bytes(v) if v is not None else b"") for k, v in headers),
-        timestamp_ms=int(message.timestamp * 1000) if message.timestamp else None,
+    return RawRecord(  # topic, partition, offset, key, value, headers, timestamp_ms
+        message.topic,
+        message.partition,
+        message.offset,
+        message.key,
+        message.value,
+        tuple((str(k), bytes(v) if v is not None else b"") for k, v in headers) if headers else (),
+        int(message.timestamp * 1000) if message.timestamp else None,
     )

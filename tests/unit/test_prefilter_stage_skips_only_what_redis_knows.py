@@ -16,7 +16,6 @@ stale, retried, ...) must reach the database again when it is delivered again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from app.pipeline.decode import Decoded, Read, decode, read
 from app.pipeline.outcomes import Applied, Duplicate, Kind, Outcome
@@ -83,8 +82,8 @@ async def test_records_every_consumer_applied_are_duplicates_without_validation(
 
 async def test_a_retry_is_asked_about_and_skipped_for_its_own_consumer_alone() -> None:
     records = Records()
-    retry = replace(records.event("e1"), headers=(("retry-consumer-group", b"points"),))
-    elsewhere = replace(records.event("e2"), headers=(("retry-consumer-group", b"billing"),))
+    retry = records.event("e1")._replace(headers=(("retry-consumer-group", b"points"),))
+    elsewhere = records.event("e2")._replace(headers=(("retry-consumer-group", b"billing"),))
     prefilter = KnownSet(("points", "e1"), ("billing", "e2"), ("inventory", "e2"))
 
     todo, _, skipped = await ask(prefilter, CONSUMERS, reads(retry, elsewhere))
