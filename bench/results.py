@@ -42,6 +42,11 @@ METHOD = {
         "keep it near the CPU count; well above (1.5x), something else competed for the "
         "CPUs and the figures are pessimistic."
     ),
+    "steal_percent": (
+        "The share of the machine's CPU time that the hypervisor gave to other guests "
+        "(/proc/stat steal), from the row's worker start to its window's close. On a shared "
+        "virtual machine a row that met a slow spell on the host shows it here."
+    ),
     "code": (
         "A fingerprint of the framework's source when the row's worker started; rows with "
         "different fingerprints ran different code and are flagged."
@@ -75,6 +80,7 @@ class Row:
     peak_rss_mb: float | None = None
     applied_at_span_s: float | None = None
     load_average: float | None = None
+    steal_percent: float | None = None
     code: str | None = None
 
 

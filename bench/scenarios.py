@@ -161,5 +161,6 @@ def _row(name: str, label: str, measured: Measured, correct: bool, detail: str) 
         tx_per_1k=measured.tx_per_1k,
         peak_rss_mb=measured.peak_rss_mb,
         load_average=measured.load_average,
+        steal_percent=measured.steal_percent,
         code=measured.code,
     )

@@ -15,6 +15,7 @@ from bench.database import BenchDatabase
 from bench.monitor import Window, wait_for_assignment, wait_for_events
 from bench.options import BenchOptions
 from bench.source import fingerprint
+from bench.steal import cpu_times, steal_percent
 from bench.worker import BenchWorker, WorkerConfig
 
 WORKER_LOG_TAIL_LINES = 40
@@ -32,6 +33,7 @@ class Measured:
     peak_rss_mb: float | None
     transactions: int | None
     load_average: float  # the machine's 1-minute load average when the window closed
+    steal_percent: float | None  # CPU time the hypervisor gave away, start to window close
     code: str  # fingerprint of the framework's source when the worker started
 
     @property
@@ -98,6 +100,7 @@ class Session:
         before = await self.database.transactions() if count_transactions else None
         topic = worker.env["ORDER_TOPIC"]
         code = fingerprint()
+        cpu_before = cpu_times()
         worker.start()
         try:
             if before_events is not None:
@@ -105,6 +108,7 @@ class Session:
                 await before_events()
             window = await wait_for_events(worker.web_port, topic, events, worker.check_alive)
             rss, load = worker.peak_rss_mb(), os.getloadavg()[0]
+            stolen = steal_percent(cpu_before, cpu_times())
         except Exception as exc:
             tail = worker.log_tail(WORKER_LOG_TAIL_LINES)
             raise BenchError(f"{worker.log_path.stem}: {exc}\n--- worker log ---\n{tail}") from exc
@@ -112,4 +116,4 @@ class Session:
             worker.stop()
         after = await self.database.transactions() if count_transactions else None
         spent = None if before is None or after is None else after - before
-        return Measured(window, rss, spent, load, code)
+        return Measured(window, rss, spent, load, stolen, code)

@@ -18,7 +18,17 @@ def print_table(console: Console, rows: list[Row], title: str) -> None:
     """The result table, then a line per row that is not correct, then the method."""
     table = Table(title=title, title_justify="left")
     table.add_column("scenario")
-    for header in ("events", "events/s", "x bare", "p50 ms", "p99 ms", "tx / 1k ev", "RSS MB"):
+    headers = (
+        "events",
+        "events/s",
+        "x bare",
+        "p50 ms",
+        "p99 ms",
+        "tx / 1k ev",
+        "RSS MB",
+        "steal %",
+    )
+    for header in headers:
         table.add_column(header, justify="right")
     table.add_column("correct")
     for row in rows:
@@ -31,6 +41,7 @@ def print_table(console: Console, rows: list[Row], title: str) -> None:
             _num(row.p99_ms, "{:,.0f}"),
             _num(row.tx_per_1k, "{:,.1f}"),
             _num(row.peak_rss_mb, "{:,.0f}"),
+            _num(row.steal_percent, "{:.0f}"),
             "[green]yes[/]" if row.correct else "[bold red]NO[/]",
         )
     console.print(table)

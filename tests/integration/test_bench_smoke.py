@@ -20,6 +20,7 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
+from bench.steal import cpu_times
 from tests.conftest import unavailable
 from tests.integration.support.databases import CONNECT_TIMEOUT_SECONDS, POSTGRES_SERVER
 
@@ -67,6 +68,8 @@ async def test_bench_smoke_run_is_correct_for_every_scenario(
     assert results["correct"] is True
     for name in ("one", "three"):
         assert rows[name]["p50_ms"] is not None, f"{name}: the latency run did not report"
+    if cpu_times() is not None:  # Linux: every row says what the host took
+        assert all(row["steal_percent"] is not None for row in rows.values()), report
 
 
 async def _require_postgres() -> None:
