@@ -78,8 +78,8 @@ _EVENT_VERSION = re.compile(rb'"eventVersion"\s*:\s*([0-9]{1,9})[^0-9.eE]')
 
 def _decode_json(record: RawRecord, payloads: Container[str] | None) -> Decoded | None:
     """The common case of ``decode`` in one pass, from the bytes straight to the typed event
-    (no intermediate dict: about half the cost); ``None`` for anything else, which
-    ``read`` and ``validate`` then handle and explain.
+    (no intermediate dict: about 60% of the cost of parsing and then validating);
+    ``None`` for anything else, which ``read`` and ``validate`` then handle and explain.
 
     The model is chosen by the first ``eventType`` and ``eventVersion`` the bytes
     show, and kept only if the validated envelope has exactly that type and
@@ -101,10 +101,10 @@ def _decode_json(record: RawRecord, payloads: Container[str] | None) -> Decoded 
     if payloads is not None and event_type not in payloads:
         model, known = Event, is_known_event_type(event_type)
     else:
-        payload = model_for(event_type, version)
-        if payload is None:
+        typed = _typed_envelope(event_type, version)
+        if typed is None:
             return None
-        model, known = _envelope_of(payload), True
+        model, known = typed, True
     try:
         event = model.model_validate_json(value)
     except ValidationError:
