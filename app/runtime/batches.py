@@ -1,10 +1,11 @@
-"""Batches of a faust stream, the next one read while the current one is processed.
+"""Batches of an agent's events, the next one read while the current one is processed.
 
 faust's ``take_events`` stops reading while its caller holds a batch, so the
 broker fetch and faust's own per-event work wait for the database, and the
-database waits for them. Here a reader keeps taking events (up to one batch
-ahead, so memory stays bounded) while the current batch is processed: the two
-overlap, and under load the next batch is full by the time it is wanted.
+database waits for them. Here a reader keeps taking events (every event waiting
+at once, see ``intake``; up to one batch ahead, so memory stays bounded) while
+the current batch is processed: the two overlap, and under load the next batch
+is full by the time it is wanted.
 
 A batch is what is pending when the processor is free: ``size`` events, or
 fewer once the oldest pending event has waited ``within`` seconds. With a
@@ -14,7 +15,7 @@ backlog on the broker (``behind``: the newest pending event has at least
 ``size`` rather than shrinking to what one processing time brings; without a
 backlog, an event waits at most ``within`` plus the batch in hand.
 
-Acks are ours (a ``noack`` stream): a batch's events are acked only after
+Acks are ours (``Source.ack``): a batch's events are acked only after
 ``process`` returned for it, batch after batch in arrival order, so an offset
 never moves past an event whose effects are not committed. A batch that did
 not finish, and the events read ahead behind it, are withheld
@@ -26,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from app.runtime.acks import withhold
 
@@ -50,25 +51,35 @@ class _Pending:
         return batch
 
 
+class Source(Protocol):
+    """Where the events come from (``intake.Intake`` for a faust agent)."""
+
+    async def take(self, most: int) -> list[Any]:
+        """Wait for an event; return it with those waiting behind it, ``most`` at most."""
+
+    def ack(self, events: list[Any]) -> None:
+        """The effects of ``events`` are committed: their offsets may move."""
+
+
 async def run_batches(
-    stream: Any, size: int, within: float, process: Process, behind: Behind | None = None
+    source: Source, size: int, within: float, process: Process, behind: Behind | None = None
 ) -> None:
-    """``process`` each batch, then ack it. Returns when the stream stops; raises what
-    ``process`` or the stream raised."""
+    """``process`` each batch, then ack it, until cancelled; raises what ``process`` or
+    the source raised."""
     loop = asyncio.get_running_loop()
     pending = _Pending()
-    source = stream.noack()
 
     async def read() -> None:
-        async for event in source.events():
-            pending.events.append(event)
-            pending.arrived.append(loop.time())
-            count = len(pending.events)
-            if count == 1 or count == size:
-                pending.signal.set()
+        while True:
             while len(pending.events) >= size:
                 pending.room.clear()
                 await pending.room.wait()
+            events = await source.take(size - len(pending.events))
+            was_empty = not pending.events
+            pending.events += events
+            pending.arrived += [loop.time()] * len(events)
+            if was_empty or len(pending.events) >= size:
+                pending.signal.set()
 
     reader = asyncio.ensure_future(read())
     reader.add_done_callback(lambda _: pending.signal.set())
@@ -79,8 +90,7 @@ async def run_batches(
             if not batch:
                 return
             await process(batch)
-            for event in batch:
-                await source.ack(event)
+            source.ack(batch)
             batch = []
     finally:
         reader.cancel()

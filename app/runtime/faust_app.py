@@ -19,6 +19,7 @@ from app.records import RawRecord
 from app.registry import Registry
 from app.runtime.batches import run_batches
 from app.runtime.garbage import tune_garbage_collector
+from app.runtime.intake import Intake
 from app.runtime.publisher import FaustPublisher
 from app.runtime.records import to_record
 from app.runtime.services import Services, start_services
@@ -99,8 +100,10 @@ def _agent(
             log.debug("%s: batch of %d, %d outcomes", name, len(events), len(outcomes))
 
         # Acked batch by batch, only after process() returned: after the commit.
+        intake = Intake(stream)
+        await intake.start()
         await run_batches(
-            stream, settings.batch_size, settings.batch_wait_seconds, process, _behind(app)
+            intake, settings.batch_size, settings.batch_wait_seconds, process, _behind(app)
         )
 
     # A crash (a bug, not an event's failure) stops the whole worker: restarting just

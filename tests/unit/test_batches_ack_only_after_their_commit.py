@@ -9,13 +9,12 @@ Contract of ``app.runtime.batches.run_batches``:
 - when ``process`` raises, nothing of that batch or of what was read ahead is acked;
   those events are withheld (faust will neither commit them nor wait for them)
   and the error reaches the caller.
-The stream is a fake with faust's shape: ``noack()``, ``events()``, ``ack(event)``.
+The source is a fake with ``intake.Intake``'s shape: ``take(most)``, ``ack(events)``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,31 +36,35 @@ class FakeEvent:
 
 @dataclass
 class FakeStream:
-    """Hands out ``count`` events, ``gap`` seconds apart; records what was read and acked."""
+    """Hands out ``count`` events, ``gap`` seconds apart (else all that fit at once);
+    records what was read and acked."""
 
     count: int
     gap: float = 0.0
     read: list[int] = field(default_factory=list)
     handed: list[FakeEvent] = field(default_factory=list)
     acked: list[int] = field(default_factory=list)
-    noack_calls: int = 0
+    takes: list[int] = field(default_factory=list)  # ``most`` of every take
 
-    def noack(self) -> FakeStream:
-        self.noack_calls += 1
-        return self
+    async def take(self, most: int) -> list[FakeEvent]:
+        assert most > 0
+        self.takes.append(most)
+        if len(self.read) == self.count:
+            await asyncio.Event().wait()  # a live stream never ends by itself
+        if self.gap:
+            await asyncio.sleep(self.gap)
+        else:
+            await asyncio.sleep(0)
+        offsets = range(len(self.read), min(self.count, len(self.read) + (1 if self.gap else most)))
+        return [self._hand(offset) for offset in offsets]
 
-    async def events(self) -> AsyncIterator[FakeEvent]:
-        for offset in range(self.count):
-            if self.gap:
-                await asyncio.sleep(self.gap)
-            self.read.append(offset)
-            self.handed.append(FakeEvent(FakeMessage(offset)))
-            yield self.handed[-1]
-        await asyncio.Event().wait()  # a live stream never ends by itself
+    def _hand(self, offset: int) -> FakeEvent:
+        self.read.append(offset)
+        self.handed.append(FakeEvent(FakeMessage(offset)))
+        return self.handed[-1]
 
-    async def ack(self, event: FakeEvent) -> bool:
-        self.acked.append(event.message.offset)
-        return True
+    def ack(self, events: list[FakeEvent]) -> None:
+        self.acked += [event.message.offset for event in events]
 
 
 def offsets(batch: list[Any]) -> list[int]:
@@ -92,7 +95,6 @@ async def test_every_event_once_in_order_and_acked_after_its_batch() -> None:
 
     await run_until(stream, process, size=5, within=0.05, done=lambda: len(stream.acked) == 23)
 
-    assert stream.noack_calls == 1
     assert [o for batch in batches for o in batch] == list(range(23))
     assert all(len(batch) <= 5 for batch in batches)
     assert batches[:4] == [list(range(i, i + 5)) for i in (0, 5, 10, 15)]
@@ -168,15 +170,15 @@ async def test_a_failing_batch_and_what_was_read_ahead_are_withheld_not_acked() 
 
 @dataclass
 class PushedStream(FakeStream):
-    """Hands out the events the test pushes, when it pushes them."""
+    """Hands out the events the test pushes, when it pushes them: all that are waiting."""
 
     queue: asyncio.Queue[int] = field(default_factory=asyncio.Queue)
 
-    async def events(self) -> AsyncIterator[FakeEvent]:
-        while True:
-            offset = await self.queue.get()
-            self.read.append(offset)
-            yield FakeEvent(FakeMessage(offset))
+    async def take(self, most: int) -> list[FakeEvent]:
+        offsets = [await self.queue.get()]
+        while len(offsets) < most and not self.queue.empty():
+            offsets.append(self.queue.get_nowait())
+        return [self._hand(offset) for offset in offsets]
 
 
 async def batches_with(behind: Any) -> list[list[int]]:
