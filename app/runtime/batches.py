@@ -31,6 +31,9 @@ from typing import Any, Protocol
 
 from app.runtime.acks import withhold
 
+# While a batch is processed, the reader takes what arrived this often, instead of waking
+# for every event that faust delivers (faust hands them over one per turn of the loop).
+GATHER_SECONDS = 0.005
 Process = Callable[[list[Any]], Awaitable[None]]
 Behind = Callable[[Any], int]
 
@@ -43,6 +46,7 @@ class _Pending:
         self.arrived: list[float] = []
         self.signal = asyncio.Event()  # an event arrived into an empty list, or a batch filled
         self.room = asyncio.Event()  # the reader may go on
+        self.busy = False  # a batch is being processed
 
     def take(self, size: int) -> list[Any]:
         batch = self.events[:size]
@@ -74,6 +78,9 @@ async def run_batches(
             while len(pending.events) >= size:
                 pending.room.clear()
                 await pending.room.wait()
+            if pending.busy:
+                # Nobody waits for these yet: let them gather, and take them in one go.
+                await asyncio.sleep(GATHER_SECONDS)
             events = await source.take(size - len(pending.events))
             was_empty = not pending.events
             pending.events += events
@@ -89,7 +96,11 @@ async def run_batches(
             batch = await _next_batch(pending, reader, size, within, behind, loop)
             if not batch:
                 return
-            await process(batch)
+            pending.busy = True
+            try:
+                await process(batch)
+            finally:
+                pending.busy = False
             source.ack(batch)
             batch = []
     finally:

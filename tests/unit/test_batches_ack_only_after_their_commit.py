@@ -176,6 +176,7 @@ class PushedStream(FakeStream):
 
     async def take(self, most: int) -> list[FakeEvent]:
         offsets = [await self.queue.get()]
+        self.takes.append(most)
         while len(offsets) < most and not self.queue.empty():
             offsets.append(self.queue.get_nowait())
         return [self._hand(offset) for offset in offsets]
@@ -222,3 +223,34 @@ async def test_with_a_backlog_a_batch_waits_within_after_the_processor_got_free(
     taken = await batches_with(behind=lambda event: 1_000)
 
     assert taken == [list(range(10)), list(range(10, 25))]
+
+
+async def test_while_a_batch_is_processed_events_are_taken_in_bulk_not_one_wake_each() -> None:
+    """faust delivers one event per turn of the loop; a reader waking for each would pay a
+    task switch per event. While a batch is processed nobody waits for the next one, so
+    the reader lets them gather (``GATHER_SECONDS``) and takes them in one go."""
+    stream = PushedStream(count=0)
+    taken: list[list[int]] = []
+    delivered = asyncio.Event()
+
+    async def process(batch: list[Any]) -> None:
+        taken.append(offsets(batch))
+        if len(taken) == 1:
+            await delivered.wait()
+            await asyncio.sleep(0.05)
+
+    task = asyncio.ensure_future(run_batches(stream, 100, 0.01, process))
+    stream.queue.put_nowait(0)
+    await asyncio.sleep(0.05)  # the first batch is being processed
+    takes_before = len(stream.takes)
+    for offset in range(1, 21):
+        stream.queue.put_nowait(offset)
+        await asyncio.sleep(0)  # one event per turn of the loop, as faust delivers them
+    delivered.set()
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert taken == [[0], list(range(1, 21))]
+    assert len(stream.takes) - takes_before <= 2
