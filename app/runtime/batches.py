@@ -2,10 +2,13 @@
 
 faust's ``take_events`` stops reading while its caller holds a batch, so the
 broker fetch and faust's own per-event work wait for the database, and the
-database waits for them. Here a reader keeps taking events (every event waiting
-at once, see ``intake``; up to one batch ahead, so memory stays bounded) while
-the current batch is processed: the two overlap, and under load the next batch
-is full by the time it is wanted.
+database waits for them. Here a reader keeps taking events (up to one batch
+ahead, so memory stays bounded) while the current batch is processed: the two
+overlap, and under load the next batch is full by the time it is wanted. While a
+batch is processed the reader takes what arrived every ``GATHER_SECONDS``, all
+in one go (``intake``); while the processor waits for events, each as it comes.
+An event's wait is counted from its take, at most ``GATHER_SECONDS`` after faust
+delivered it.
 
 A batch is what is pending when the processor is free: ``size`` events, or
 fewer once the oldest pending event has waited ``within`` seconds. With a
