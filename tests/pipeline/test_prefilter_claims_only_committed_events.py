@@ -24,10 +24,11 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.orm import Session
 
 from app.context import HandlerContext
+from app.db.engine import session_factory
 from app.errors import RetryableError
 from app.pipeline.outcomes import Kind, Outcome
 from app.prefilter.stage import SKIPPED
@@ -81,9 +82,9 @@ class FailingCommits:
             pass
 
         event.listen(FailingSession, "before_commit", self._maybe_fail)
-        self.sessions = async_sessionmaker(
-            engine, expire_on_commit=False, sync_session_class=FailingSession
-        )
+        # The framework's own sessions, but for the commit.
+        self.sessions = session_factory(engine)
+        self.sessions.configure(sync_session_class=FailingSession)
 
     def _maybe_fail(self, _session: Any) -> None:
         if self.left:
