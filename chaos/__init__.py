@@ -1,0 +1,1 @@
+"""The fault soak: real services, scheduled kills and cuts, one verdict table."""
