@@ -240,9 +240,10 @@ class TcpProxy:
                 # Read while flowing, then blackholed: hold it until healed, as the network
                 # would (the sender's TCP retransmits it).
                 await flowing.wait()
-                writer.write(data)
-                await writer.drain()
+                # Counted before the write: a peer that has the bytes sees them counted.
                 if up:
                     self.stats.bytes_up += len(data)
                 else:
                     self.stats.bytes_down += len(data)
+                writer.write(data)
+                await writer.drain()
