@@ -133,6 +133,7 @@ def _worker_env(broker_url: str, database_url: str, options: DemoOptions) -> dic
         "ORDER_TOPIC": options.topic,
         "ORDER_TOPIC_PARTITIONS": str(options.partitions),
         "APP_ID": "order-consumers",
+        "HANDLER_MODULES": "handlers",
         "BROKER_SESSION_TIMEOUT_SECONDS": "10",
         "MIGRATE_ON_START": "true",
     }
