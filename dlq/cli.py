@@ -282,9 +282,18 @@ def _fail(exc: CommandError) -> NoReturn:
     raise typer.Exit(exc.exit_code)
 
 
-def main() -> None:
-    """Entry point of ``python -m dlq``."""
+@cli.callback()
+def _quiet_kafka_client() -> None:
     # aiokafka logs connection failures itself; the command says it once, in its own words.
     logging.getLogger("aiokafka").addHandler(logging.NullHandler())
     logging.getLogger("aiokafka").propagate = False
+
+
+def register(parent: typer.Typer) -> None:
+    """Add these commands to ``parent`` as its ``dlq`` group (``effectively-once dlq``)."""
+    parent.add_typer(cli, name="dlq")
+
+
+def main() -> None:
+    """Entry point of ``python -m dlq``."""
     cli(prog_name="python -m dlq")
