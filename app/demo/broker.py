@@ -54,21 +54,24 @@ class LocalBroker:
     def start(self, timeout: float = 20.0) -> LocalBroker:
         """Start the broker and wait until it accepts connections."""
         listener = f"tcp://127.0.0.1:{self.port}"
-        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        self._process = subprocess.Popen(
-            [
-                broker_binary(),
-                "broker",
-                "--listener-url",
-                listener,
-                "--advertised-listener-url",
-                listener,
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+        command = [
+            broker_binary(),
+            "broker",
+            "--listener-url",
+            listener,
+            "--advertised-listener-url",
+            listener,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+        if self.log_path is None:
+            self._process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+            )
+        else:
+            # The child writes through its own copy of the descriptor; ours is closed at once.
+            with open(self.log_path, "ab") as out:
+                self._process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
