@@ -52,8 +52,7 @@ _ALEMBIC_LOCKS: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = Wea
 def alembic_config(history: History = FRAMEWORK) -> Config:
     """The Alembic configuration of ``history``, without any ini file.
 
-    Every history runs through our ``env.py`` (and ``alembic revision`` with
-    this configuration writes a revision from our template into ``history``).
+    Every history runs through our ``env.py``, with its own version table.
     """
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
