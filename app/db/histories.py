@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +43,7 @@ class History:
 FRAMEWORK = History(FRAMEWORK_VERSIONS, VERSION_TABLE)
 
 
-def histories(handler_modules: list[str] | tuple[str, ...] = ()) -> list[History]:
+def histories(handler_modules: Sequence[str] = ()) -> list[History]:
     """The framework's history, then one per migrations folder of ``handler_modules``."""
     found = [FRAMEWORK]
     for name in handler_modules:
@@ -53,7 +54,10 @@ def histories(handler_modules: list[str] | tuple[str, ...] = ()) -> list[History
 
 
 def handler_history(module: str) -> History | None:
-    """The history ``module`` ships beside it, or ``None``; the module is found, not imported."""
+    """The history ``module`` ships beside it, or ``None``.
+
+    The module is found, not imported (a dotted name imports its parents).
+    """
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError) as exc:

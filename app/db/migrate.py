@@ -70,7 +70,7 @@ async def upgrade_to_head(database_url: str, handler_modules: Sequence[str] = ()
     ``AsyncConnection.run_sync``) and from several processes at once. A module
     that cannot be found raises ``ConfigurationError`` before any connection.
     """
-    await upgrade(database_url, histories(tuple(handler_modules)))
+    await upgrade(database_url, histories(handler_modules))
 
 
 async def upgrade(database_url: str, chain: Sequence[History]) -> None:
