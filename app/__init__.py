@@ -1,19 +1,87 @@
 """effectively-once: consume business events from Kafka, apply each effect exactly once, in order.
 
+The public API for handler authors is imported from here::
+
+    from app import HandlerContext, Envelope, add_to_counter, event_model, handler
+
+Everything else is internal and may move. Names are imported on first use,
+so that ``import app`` stays cheap (no faust, no SQLAlchemy until needed).
 ``faust -A app worker`` finds ``app.app``: the faust app is built on first
-access, from the environment, so that importing the framework stays cheap.
+access, from the environment.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.context import HandlerContext
+    from app.db.dialect import (
+        add_to_counter,
+        execute_where_in,
+        insert_ignore,
+        insert_rows,
+        rows_where_in,
+        update_rows,
+        upsert,
+    )
+    from app.errors import ConfigurationError, PermanentError, RetryableError
+    from app.registry import handler
+    from schemas.envelope import Envelope, Event
+    from schemas.registry import event_model
+
+# Public name -> the module defining it.
+_PUBLIC = {
+    "handler": "app.registry",
+    "HandlerContext": "app.context",
+    "Envelope": "schemas.envelope",
+    "Event": "schemas.envelope",
+    "event_model": "schemas.registry",
+    "PermanentError": "app.errors",
+    "RetryableError": "app.errors",
+    "ConfigurationError": "app.errors",
+    # The statements whose SQL differs between PostgreSQL, MySQL/MariaDB and SQLite.
+    "add_to_counter": "app.db.dialect",
+    "execute_where_in": "app.db.dialect",
+    "insert_ignore": "app.db.dialect",
+    "insert_rows": "app.db.dialect",
+    "rows_where_in": "app.db.dialect",
+    "update_rows": "app.db.dialect",
+    "upsert": "app.db.dialect",
+}
+
+__all__ = [
+    "ConfigurationError",
+    "Envelope",
+    "Event",
+    "HandlerContext",
+    "PermanentError",
+    "RetryableError",
+    "add_to_counter",
+    "event_model",
+    "execute_where_in",
+    "handler",
+    "insert_ignore",
+    "insert_rows",
+    "rows_where_in",
+    "update_rows",
+    "upsert",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name != "app":
-        raise AttributeError(name)
-    from app.runtime.entry import build_app_or_exit
+    if name == "app":
+        from app.runtime.entry import build_app_or_exit
 
-    value = build_app_or_exit()
-    globals()["app"] = value
+        value = build_app_or_exit()
+    elif name in _PUBLIC:
+        value = getattr(import_module(_PUBLIC[name]), name)
+    else:
+        raise AttributeError(f"module 'app' has no attribute {name!r}")
+    globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC, "app"})

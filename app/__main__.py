@@ -1,7 +1,8 @@
-"""``python -m app``: the project's command line.
+"""``python -m app``, installed as ``effectively-once``: the project's command line.
 
 Each command lives in a small module exposing ``register(cli)``; list the
 module here to add it. Modules are imported only when the CLI runs.
+``effectively-once dlq ...`` is ``python -m dlq ...``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from importlib import import_module
 
 import typer
 
-COMMAND_MODULES = ("app.demo.cli", "app.trace.cli")
+COMMAND_MODULES = ("app.demo.cli", "app.trace.cli", "dlq.cli")
 
 
 def build_cli() -> typer.Typer:
@@ -25,6 +26,11 @@ def build_cli() -> typer.Typer:
     for name in COMMAND_MODULES:
         import_module(name).register(cli)
     return cli
+
+
+def main() -> None:
+    """Entry point of the ``effectively-once`` console script."""
+    build_cli()(prog_name="effectively-once")
 
 
 if __name__ == "__main__":

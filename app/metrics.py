@@ -34,7 +34,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from app.pipeline.outcomes import Kind, Outcome
+from app.pipeline.outcomes import REPLAYED, Kind, Outcome
 from app.prefilter.stage import SKIPPED as PREFILTER_SKIPPED
 from dlq.policy import DeadReason
 from dlq.topics import RETRY_INFIX
@@ -167,7 +167,7 @@ DLT_RECORDS = Counter(
 )
 REPLAYS = Counter(
     "effectively_once_replays_total",
-    "Dead-lettered events replayed, by consumer.",
+    "Replayed dead-lettered events that applied, by consumer.",
     ["consumer"],
     registry=REGISTRY,
 )
@@ -213,6 +213,7 @@ def initialise(consumers: Iterable[str]) -> None:
         PAUSES.labels(dependency)
         PAUSE_SECONDS.labels(dependency)
     for consumer in names:
+        REPLAYS.labels(consumer)
         for source in DUPLICATE_SOURCES:
             DUPLICATES.labels(consumer, source)
     for consumer in [*names, ""]:  # "": poison, no consumer's
@@ -234,9 +235,12 @@ def record_outcomes(outcomes: Sequence[Outcome], batch_seconds: float, batch_siz
     duplicates: collections.Counter[tuple[str, str]] = collections.Counter()
     retries: collections.Counter[tuple[str, str]] = collections.Counter()
     dead: collections.Counter[tuple[str, str]] = collections.Counter()
+    replays: collections.Counter[str] = collections.Counter()
     for outcome in outcomes:
         kind = outcome.kind
         if kind == Kind.APPLIED:
+            if outcome.detail == REPLAYED:
+                replays[outcome.consumer] += 1
             continue
         if kind == Kind.DUPLICATE:
             source = "prefilter" if outcome.detail == PREFILTER_SKIPPED else "database"
@@ -250,6 +254,8 @@ def record_outcomes(outcomes: Sequence[Outcome], batch_seconds: float, batch_siz
             metric.labels(*labels).inc(count)
     for labels, count in dead.items():
         DLT_RECORDS.labels(*labels).inc(count)
+    for consumer, count in replays.items():
+        REPLAYS.labels(consumer).inc(count)
 
 
 def observe_consumer_batch(consumer: str, seconds: float) -> None:
@@ -281,11 +287,6 @@ def watch_prefilter(totals: PrefilterTotals) -> None:
 def on_prefilter_circuit_change(old: str, new: str) -> None:
     """``CircuitBreaker.on_state_change``: the prefilter's circuit moved from ``old`` to ``new``."""
     PREFILTER_CIRCUIT_OPEN.set(0 if new == "closed" else 1)
-
-
-def record_replay(consumer: str, count: int = 1) -> None:
-    """``count`` dead-lettered events of ``consumer`` were replayed."""
-    REPLAYS.labels(consumer).inc(count)
 
 
 # Consumers whose parking gauges exist: a consumer whose parked events drained reads 0.

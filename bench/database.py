@@ -66,7 +66,7 @@ class BenchDatabase:
 
     async def migrate(self) -> None:
         """Create the framework's and the example consumers' tables."""
-        await upgrade_to_head(self.sqlalchemy_url)
+        await upgrade_to_head(self.sqlalchemy_url, ["handlers"])
 
     async def empty(self) -> None:
         """Delete every row of the framework's and the example consumers' tables, then

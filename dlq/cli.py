@@ -14,7 +14,7 @@ import getpass
 import logging
 import os
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -28,6 +28,7 @@ from dlq.actions import Action
 from dlq.commands import Decision, Target, act, list_entries, one_entry
 from dlq.dead import FailureStatus
 from dlq.errors import CommandError, NothingMatched
+from dlq.policy import DeadReason
 from dlq.selection import Selection, parse_moment, parse_position
 from dlq.topics import DLT_SUFFIX, dlt_topic
 
@@ -64,14 +65,6 @@ def _moment(value: str | None) -> str | None:
     return value
 
 
-def _statuses(values: list[str] | None) -> list[str]:
-    known = {status.value for status in FailureStatus}
-    for value in values or []:
-        if value not in known:
-            raise typer.BadParameter(f"{value!r} is none of {', '.join(sorted(known))}")
-    return values or []
-
-
 Positions = Annotated[
     list[str] | None,
     typer.Argument(
@@ -86,9 +79,7 @@ Topic = Annotated[
 ]
 EventId = Annotated[str | None, typer.Option("--event-id", help="Only this eventId.")]
 Consumer = Annotated[str | None, typer.Option(help="Only records dead for this consumer group.")]
-Reason = Annotated[
-    str | None, typer.Option(help="Only this dlt-reason (retries-exhausted, undecodable, ...).")
-]
+Reason = Annotated[DeadReason | None, typer.Option(help="Only this dlt-reason.")]
 Since = Annotated[
     str | None,
     typer.Option(
@@ -101,10 +92,7 @@ Until = Annotated[
     typer.Option(help="Last failure at or before (same forms as --since).", callback=_moment),
 ]
 Status = Annotated[
-    list[str] | None,
-    typer.Option(
-        help="Only records in this status (repeatable): dead, replayed, ...", callback=_statuses
-    ),
+    list[FailureStatus] | None, typer.Option(help="Only records in this status (repeatable).")
 ]
 Limit = Annotated[int | None, typer.Option(min=1, help="At most this many (oldest first).")]
 Timeout = Annotated[
@@ -165,67 +153,58 @@ def show(
     out.print(render.show(entry))
 
 
-@cli.command()
-def replay(
-    positions: Positions = None,
-    event_id: EventId = None,
-    consumer: Consumer = None,
-    reason: Reason = None,
-    since: Since = None,
-    until: Until = None,
-    status: Status = None,
-    limit: Limit = None,
-    execute: Execute = False,
-    force: Force = False,
-    everything: Everything = False,
-    rate: Rate = None,
-    by: By = None,
-    why: Why = None,
-    topic: Topic = None,
-    timeout: Timeout = 60.0,
-) -> None:
-    """Publish dead records back to their original topic, for the consumer that failed them."""
-    selection = _selection(positions, event_id, consumer, reason, since, until, status, limit)
-    decision = Decision(Action.REPLAY, execute, force, everything, rate, _by(by), why)
-    raise typer.Exit(_run(act(_target(topic, timeout), selection, decision, out)))
+def _decide(action: Action, summary: str) -> Callable[..., None]:
+    """The ``replay`` or ``skip`` command: one set of options, two actions."""
+
+    def command(
+        positions: Positions = None,
+        event_id: EventId = None,
+        consumer: Consumer = None,
+        reason: Reason = None,
+        since: Since = None,
+        until: Until = None,
+        status: Status = None,
+        limit: Limit = None,
+        execute: Execute = False,
+        force: Force = False,
+        everything: Everything = False,
+        rate: Rate = None,
+        by: By = None,
+        why: Why = None,
+        topic: Topic = None,
+        timeout: Timeout = 60.0,
+    ) -> None:
+        selection = _selection(positions, event_id, consumer, reason, since, until, status, limit)
+        decision = Decision(action, execute, force, everything, rate, _by(by), why)
+        raise typer.Exit(_run(act(_target(topic, timeout), selection, decision, out)))
+
+    command.__doc__ = summary
+    return command
 
 
-@cli.command()
-def skip(
-    positions: Positions = None,
-    event_id: EventId = None,
-    consumer: Consumer = None,
-    reason: Reason = None,
-    since: Since = None,
-    until: Until = None,
-    status: Status = None,
-    limit: Limit = None,
-    execute: Execute = False,
-    force: Force = False,
-    everything: Everything = False,
-    rate: Rate = None,
-    by: By = None,
-    why: Why = None,
-    topic: Topic = None,
-    timeout: Timeout = 60.0,
-) -> None:
-    """Give up on dead events: their consumer takes the version without running the handler.
-
-    The aggregate's later events, parked behind the dead one, then apply.
-    """
-    selection = _selection(positions, event_id, consumer, reason, since, until, status, limit)
-    decision = Decision(Action.SKIP, execute, force, everything, rate, _by(by), why)
-    raise typer.Exit(_run(act(_target(topic, timeout), selection, decision, out)))
+replay = cli.command("replay")(
+    _decide(
+        Action.REPLAY,
+        "Publish dead records back to their original topic, for the consumer that failed them.",
+    )
+)
+skip = cli.command("skip")(
+    _decide(
+        Action.SKIP,
+        "Give up on dead events: their consumer takes the version without running the handler."
+        "\n\nThe aggregate's later events, parked behind the dead one, then apply.",
+    )
+)
 
 
 def _selection(
     positions: list[str] | None,
     event_id: str | None,
     consumer: str | None,
-    reason: str | None,
+    reason: DeadReason | None,
     since: str | None,
     until: str | None,
-    statuses: list[str] | None,
+    statuses: list[FailureStatus] | None,
     limit: int | None,
 ) -> Selection:
     now = datetime.now(UTC)
@@ -233,10 +212,10 @@ def _selection(
         positions=frozenset(parse_position(p) for p in positions or []),
         event_id=event_id,
         consumer=consumer,
-        reason=reason,
+        reason=reason.value if reason else None,
         since=parse_moment(since, now) if since else None,
         until=parse_moment(until, now) if until else None,
-        statuses=frozenset(statuses or []),
+        statuses=frozenset(status.value for status in statuses or []),
         limit=limit,
     )
 
@@ -282,9 +261,18 @@ def _fail(exc: CommandError) -> NoReturn:
     raise typer.Exit(exc.exit_code)
 
 
-def main() -> None:
-    """Entry point of ``python -m dlq``."""
+@cli.callback()
+def _quiet_kafka_client() -> None:
     # aiokafka logs connection failures itself; the command says it once, in its own words.
     logging.getLogger("aiokafka").addHandler(logging.NullHandler())
     logging.getLogger("aiokafka").propagate = False
+
+
+def register(parent: typer.Typer) -> None:
+    """Add these commands to ``parent`` as its ``dlq`` group (``effectively-once dlq``)."""
+    parent.add_typer(cli, name="dlq")
+
+
+def main() -> None:
+    """Entry point of ``python -m dlq``."""
     cli(prog_name="python -m dlq")

@@ -4,7 +4,9 @@
 - ``inventory``: inventory-service, stock reservations for created orders.
 - ``notification``: notification-service, one message per order event.
 
-Their tables are on ``example_metadata`` (``handlers.tables``).
+Their tables are on ``example_metadata`` (``handlers.tables``), created by the
+package's own migrations (``handlers/migrations``) only where ``handlers`` is
+among ``HANDLER_MODULES``.
 """
 
 from handlers import inventory as inventory

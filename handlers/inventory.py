@@ -14,12 +14,17 @@ from collections import Counter
 
 from sqlalchemy import delete, select
 
-from app.context import HandlerContext
-from app.db.dialect import add_to_counter, execute_where_in, insert_rows, rows_where_in
-from app.errors import PermanentError
-from app.registry import handler
+from app import (
+    Envelope,
+    HandlerContext,
+    PermanentError,
+    add_to_counter,
+    execute_where_in,
+    handler,
+    insert_rows,
+    rows_where_in,
+)
 from handlers.tables import inventory_reservation, inventory_stock
-from schemas.envelope import Envelope
 from schemas.order import OrderCancelled, OrderCreated
 
 CONSUMER = "inventory-service"

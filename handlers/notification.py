@@ -20,11 +20,8 @@ from typing import Protocol
 
 from sqlalchemy import select
 
-from app.context import HandlerContext
-from app.db.dialect import insert_ignore, rows_where_in
-from app.registry import handler
+from app import Envelope, Event, HandlerContext, handler, insert_ignore, rows_where_in
 from handlers.tables import notification
-from schemas.envelope import Envelope, Event
 from schemas.order import OrderCancelled, OrderCreated, OrderPaid
 
 CONSUMER = "notification-service"

@@ -19,11 +19,16 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select, update
 
-from app.context import HandlerContext
-from app.db.dialect import add_to_counter, execute_where_in, insert_rows, rows_where_in
-from app.registry import handler
+from app import (
+    Envelope,
+    HandlerContext,
+    add_to_counter,
+    execute_where_in,
+    handler,
+    insert_rows,
+    rows_where_in,
+)
 from handlers.tables import points_award, user_points
-from schemas.envelope import Envelope
 from schemas.order import OrderCancelled, OrderPaid
 
 CONSUMER = "points-service"

@@ -1,7 +1,7 @@
 """The example consumers' tables (SQLAlchemy Core), all on ``example_metadata``.
 
-The Alembic revision ``0002_example_tables`` creates them; a unit test checks
-that it still matches these definitions.
+The example's own Alembic revisions (``handlers/migrations``) create them; a
+unit test checks that they still match these definitions.
 
 Invariants:
 - ``user_points.balance`` is the sum of the ``points`` of the user's
@@ -9,6 +9,8 @@ Invariants:
 - ``inventory_stock.reserved`` is the sum of ``inventory_reservation.qty`` for
   that sku; a cancelled order's reservation rows are deleted.
 - ``notification`` has at most one row per event (``event_id`` is unique).
+- Ids compare as bytes on every database, as in Python: ``ORDER-A`` and
+  ``order-a`` are two orders (MySQL/MariaDB: ``utf8mb4_bin``).
 """
 
 from __future__ import annotations
@@ -23,24 +25,33 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
 )
+from sqlalchemy.dialects import mysql
+from sqlalchemy.types import TypeEngine
 
 example_metadata = MetaData()
 
 ID = 128  # order and user ids: as long as an aggregate id (app.db.tables.AGG_ID)
 SKU = 64  # schemas.order.OrderItem.sku
 
+
+def binary_id(length: int) -> TypeEngine[str]:
+    """A string id compared as bytes; MySQL's and MariaDB's default collations ignore case."""
+    exact = mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin")
+    return String(length).with_variant(exact, "mysql", "mariadb")
+
+
 user_points = Table(
     "user_points",
     example_metadata,
-    Column("user_id", String(ID), primary_key=True),
+    Column("user_id", binary_id(ID), primary_key=True),
     Column("balance", BigInteger, nullable=False),
 )
 
 points_award = Table(
     "points_award",
     example_metadata,
-    Column("order_id", String(ID), primary_key=True),
-    Column("user_id", String(ID), nullable=False),
+    Column("order_id", binary_id(ID), primary_key=True),
+    Column("user_id", binary_id(ID), nullable=False),
     Column("points", BigInteger, nullable=False),
     # Set when the order is cancelled and the points are taken back; the row
     # stays so that neither a second cancel nor a late payment counts twice.
@@ -50,15 +61,15 @@ points_award = Table(
 inventory_stock = Table(
     "inventory_stock",
     example_metadata,
-    Column("sku", String(SKU), primary_key=True),
+    Column("sku", binary_id(SKU), primary_key=True),
     Column("reserved", BigInteger, nullable=False),
 )
 
 inventory_reservation = Table(
     "inventory_reservation",
     example_metadata,
-    Column("order_id", String(ID), primary_key=True),
-    Column("sku", String(SKU), primary_key=True),
+    Column("order_id", binary_id(ID), primary_key=True),
+    Column("sku", binary_id(SKU), primary_key=True),
     Column("qty", BigInteger, nullable=False),
 )
 
@@ -72,9 +83,9 @@ notification = Table(
         primary_key=True,
         autoincrement=True,
     ),
-    Column("event_id", String(ID), nullable=False),
-    Column("order_id", String(ID), nullable=False),
-    Column("user_id", String(ID), nullable=False),
+    Column("event_id", binary_id(ID), nullable=False),
+    Column("order_id", binary_id(ID), nullable=False),
+    Column("user_id", binary_id(ID), nullable=False),
     Column("kind", String(40), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("event_id", name="uq_notification_event_id"),

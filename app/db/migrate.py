@@ -1,10 +1,12 @@
-"""Bring a database's schema to the newest Alembic revision, safely from several workers at once.
+"""Bring a database's schema to the newest Alembic revisions, safely from several workers at once.
 
-The revisions live in ``app/db/migrations/versions`` (shipped as package data);
-there is no alembic.ini, the configuration is built here. Every worker may run
-``upgrade_to_head`` at start (``MIGRATE_ON_START``, on by default): the first
-one takes a database-wide lock and migrates, the others wait for the lock and
-then find nothing left to do.
+Two kinds of history (``app.db.histories``): the framework's own revisions in
+``app/db/migrations/versions`` (shipped as package data), then those each
+handler package ships in its ``migrations`` folder, for the modules of
+``HANDLER_MODULES`` only. There is no alembic.ini, the configuration is built
+here. Every worker may run ``upgrade_to_head`` at start (``MIGRATE_ON_START``,
+on by default): the first one takes a database-wide lock and migrates every
+history, the others wait for the lock and then find nothing left to do.
 
 - PostgreSQL: ``pg_advisory_xact_lock``, released when the upgrade's
   transaction ends (PostgreSQL runs DDL in that transaction, all or nothing).
@@ -13,16 +15,17 @@ then find nothing left to do.
 - SQLite: ``BEGIN IMMEDIATE`` takes the file's write lock up front, so a
   second process waits (busy timeout) until the first one commits.
 
-Command line: ``python -m app.db.migrate`` upgrades ``DATABASE_URL``.
+Command line: ``python -m app.db.migrate`` upgrades ``DATABASE_URL`` for
+``HANDLER_MODULES``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from weakref import WeakKeyDictionary
 
 from alembic import command
@@ -31,12 +34,12 @@ from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.engine import create_engine
+from app.db.histories import FRAMEWORK, History, histories
+from app.db.histories import VERSION_TABLE as VERSION_TABLE
 from app.db.urls import normalise_database_url
+from app.errors import ConfigurationError
 
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-# Not Alembic's default ``alembic_version``: the application may keep its own
-# Alembic history in the same database.
-VERSION_TABLE = "effectively_once_version"
+MIGRATIONS_DIR = FRAMEWORK.versions.parent
 
 # Any constant works as long as every worker uses the same one.
 _PG_LOCK_KEY = zlib.crc32(b"effectively-once migrations")
@@ -46,20 +49,32 @@ MYSQL_LOCK_TIMEOUT_SECONDS = 300
 _ALEMBIC_LOCKS: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = WeakKeyDictionary()
 
 
-def alembic_config() -> Config:
-    """The Alembic configuration of our migrations, without any ini file."""
+def alembic_config(history: History = FRAMEWORK) -> Config:
+    """The Alembic configuration of ``history``, without any ini file.
+
+    Every history runs through our ``env.py``, with its own version table.
+    """
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("path_separator", "os")
+    config.set_main_option("version_locations", str(history.versions))
+    config.attributes["version_table"] = history.version_table
     return config
 
 
-async def upgrade_to_head(database_url: str) -> None:
-    """Create or upgrade every framework and example table at ``database_url``.
+async def upgrade_to_head(database_url: str, handler_modules: Sequence[str] = ()) -> None:
+    """Create or upgrade the framework's tables at ``database_url``, then those of the
+    migrations folders of ``handler_modules`` (``handlers``: the example consumers').
 
     Safe to await from a running event loop (Alembic runs in
-    ``AsyncConnection.run_sync``) and from several processes at once.
+    ``AsyncConnection.run_sync``) and from several processes at once. A module
+    that cannot be found raises ``ConfigurationError`` before any connection.
     """
+    await upgrade(database_url, histories(handler_modules))
+
+
+async def upgrade(database_url: str, chain: Sequence[History]) -> None:
+    """Bring each history of ``chain`` to its heads, in order, under one migration lock."""
     engine = create_engine(normalise_database_url(database_url), pool_size=1)
     try:
         async with (
@@ -67,14 +82,15 @@ async def upgrade_to_head(database_url: str) -> None:
             engine.begin() as connection,
             migration_lock(connection),
         ):
-            await connection.run_sync(_upgrade, "head")
+            for history in chain:
+                await connection.run_sync(_upgrade, history, "heads")
     finally:
         await engine.dispose()
 
 
-def upgrade_to_head_sync(database_url: str) -> None:
+def upgrade_to_head_sync(database_url: str, handler_modules: Sequence[str] = ()) -> None:
     """``upgrade_to_head`` for code that has no event loop running."""
-    asyncio.run(upgrade_to_head(database_url))
+    asyncio.run(upgrade_to_head(database_url, handler_modules))
 
 
 def _alembic_lock() -> asyncio.Lock:
@@ -89,8 +105,8 @@ def _alembic_lock() -> asyncio.Lock:
     return _ALEMBIC_LOCKS.setdefault(loop, asyncio.Lock())
 
 
-def _upgrade(connection: Connection, revision: str) -> None:
-    config = alembic_config()
+def _upgrade(connection: Connection, history: History, revision: str) -> None:
+    config = alembic_config(history)
     config.attributes["connection"] = connection
     command.upgrade(config, revision)
 
@@ -128,10 +144,15 @@ async def migration_lock(connection: AsyncConnection) -> AsyncIterator[None]:
 
 
 def main() -> None:
-    """Upgrade the database named by the settings (``DATABASE_URL``)."""
+    """Upgrade the database named by the settings (``DATABASE_URL``, ``HANDLER_MODULES``)."""
     from app.settings import get_settings
 
-    upgrade_to_head_sync(get_settings().database_url)
+    settings = get_settings()
+    try:
+        upgrade_to_head_sync(settings.database_url, settings.handler_module_names)
+    except ConfigurationError as exc:
+        print(f"effectively-once: configuration error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

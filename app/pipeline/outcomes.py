@@ -36,9 +36,13 @@ class Outcome(NamedTuple):
     detail: str = ""
 
 
-def Applied(consumer: str, event_id: str, event_type: str) -> Outcome:
+REPLAYED = "replayed"
+"""The ``detail`` of an ``Applied`` event that a replay brought back from the DLT."""
+
+
+def Applied(consumer: str, event_id: str, event_type: str, detail: str = "") -> Outcome:
     """The event's effects and dedup record committed (or, without work, it took its version)."""
-    return Outcome(Kind.APPLIED, consumer, event_id, event_type)
+    return Outcome(Kind.APPLIED, consumer, event_id, event_type, detail)
 
 
 def Duplicate(consumer: str, event_id: str, event_type: str) -> Outcome:

@@ -65,7 +65,7 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
 
         await retry_in_place(
             "schema migration",
-            lambda: upgrade_to_head(settings.database_url),
+            lambda: upgrade_to_head(settings.database_url, settings.handler_module_names),
             backoff,
             on_pause=pauses.on_pause,
         )

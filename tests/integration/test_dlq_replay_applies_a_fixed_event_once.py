@@ -8,7 +8,9 @@ event for its consumer (its parked successor then applies too, in order),
 the ``failed_event`` row ends ``resolved`` with the operator's name and note.
 A second ``replay --execute`` leaves the resolved record alone, and even a
 forced one (published again) changes nothing, not even the row: the effect
-is applied once.
+is applied once. The worker's ``effectively_once_replays_total`` for the
+consumer counts the one replay that applied: not the one that died again,
+nor the forced duplicate.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from tests.integration.support.dlq import (
     failures,
     records,
 )
+from tests.integration.support.http import sample
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.state import Database
 from tests.integration.support.waiting import eventually
@@ -45,6 +48,11 @@ async def test_replay_after_the_fix_applies_once_however_often_it_runs(
     stream = topic.stream
     fixed = tmp_path / "fixed"
     death = await a_payment_dies(stream, workers, database_url, fixed)
+
+    async def replays() -> float | None:
+        return await sample(death.worker, "effectively_once_replays_total", consumer=PROBE)
+
+    assert await replays() == 0
     dlq = DlqCommand(stream, database_url)
     on_main = len(await records(stream, stream.topic))
 
@@ -62,6 +70,7 @@ async def test_replay_after_the_fix_applies_once_however_often_it_runs(
     assert [(r["replay_count"], r["older_copy"], r["status"]) for r in listed] == [
         (0, True, "dead"), (1, False, "dead")
     ]
+    assert await replays() == 0
 
     fixed.touch()
     done = await dlq(
@@ -85,6 +94,8 @@ async def test_replay_after_the_fix_applies_once_however_often_it_runs(
         "decision_note": "fixed in 1.2.3",
     }
     assert await failures(database_url) == [resolved]
+    # Counted once the batch is done, a moment after its commit.
+    await eventually(replays, lambda n: n == 1, what="the replay to be counted", within=10)
 
     again = await dlq("replay", "--event-id", death.event_id, "--execute")
     assert again.code == 0, again.err
@@ -102,3 +113,4 @@ async def test_replay_after_the_fix_applies_once_however_often_it_runs(
     assert await db.consumed_ids(PROBE) == sorted({orjson.loads(r.value)["eventId"] for r in main})
     assert await failures(database_url) == [resolved]
     assert await records(stream, dlt_topic(stream.topic)) == [death.dead, again_dead]
+    assert await replays() == 1

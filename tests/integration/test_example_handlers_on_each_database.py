@@ -40,7 +40,7 @@ async def session(
 ) -> AsyncIterator[AsyncSession]:
     """A session on a fresh database of each server, built by the migrations."""
     url = await make_database(request.param)
-    await upgrade_to_head(url)
+    await upgrade_to_head(url, ["handlers"])
     engine = create_engine(url)
     async with session_factory(engine)() as db_session:
         yield db_session

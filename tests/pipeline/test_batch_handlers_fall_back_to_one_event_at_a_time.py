@@ -122,7 +122,8 @@ async def test_the_inventory_permanent_error_fails_only_its_order(
     [failure] = await db.failed(handlers.inventory.CONSUMER)
     assert (failure["event_id"], failure["reason"]) == ("o-1:again", "non-retryable")
     async with engine.connect() as conn:
-        stock = dict((await conn.execute(select(inventory_stock))).tuples().all())
+        rows = (await conn.execute(select(inventory_stock))).all()
+    stock = {sku: reserved for sku, reserved in rows}
     assert stock == {"A": 2, "B": 2}
 
 

