@@ -2,15 +2,18 @@
 
 The batch is not the event's fault when the database, Redis or the broker is
 down, so it is neither routed nor acked: the same work is retried, with
-exponential back-off, until it succeeds or the worker stops.
+exponential back-off, until it succeeds or the worker stops. The pauses are
+spread (jitter), so that workers paused by one outage do not all come back at
+the same moment.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random as _random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from app.pipeline.classify import is_infrastructure
@@ -22,16 +25,25 @@ Sleep = Callable[[float], Awaitable[None]]
 OnPause = Callable[[str, BaseException, float], None]
 
 
+# Beyond 2**64 times ``initial`` every delay is ``maximum`` anyway; an uncapped exponent
+# made ``2 ** (attempt - 1)`` too large for a float at attempt 1,025 (8.5 hours of 30 s pauses).
+_MAX_DOUBLINGS = 64
+
+
 @dataclass(frozen=True)
 class Backoff:
-    """Exponential back-off between ``initial`` and ``maximum`` seconds."""
+    """Exponential back-off between ``initial`` and ``maximum`` seconds, less up to
+    ``jitter`` of it drawn from ``random`` (injected, so tests choose the draws)."""
 
     initial: float = 0.5
     maximum: float = 30.0
+    jitter: float = 0.5
+    random: Callable[[], float] = field(default=_random.random, compare=False, repr=False)
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before attempt ``attempt + 1`` (attempts count from 1)."""
-        return min(self.maximum, self.initial * (2 ** (attempt - 1)))
+        doubled = self.initial * 2.0 ** min(max(attempt - 1, 0), _MAX_DOUBLINGS)
+        return min(self.maximum, doubled) * (1.0 - self.jitter * self.random())
 
 
 async def retry_in_place(

@@ -59,7 +59,11 @@ class Services:
 
 async def start_services(settings: Settings, registry: Registry, publisher: Publisher) -> Services:
     """Migrate (unless disabled) and build the processor; waits for the database to answer."""
-    backoff = Backoff(settings.infra_retry_initial_seconds, settings.infra_retry_max_seconds)
+    backoff = Backoff(
+        settings.infra_retry_initial_seconds,
+        settings.infra_retry_max_seconds,
+        settings.infra_retry_jitter,
+    )
     if settings.migrate_on_start:
         from app.db.migrate import upgrade_to_head
 
