@@ -9,8 +9,9 @@ from __future__ import annotations
 from enum import StrEnum
 from functools import lru_cache
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.db.urls import normalise_database_url
@@ -72,6 +73,8 @@ class Settings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
+        if value:
+            check_redis_url(value)
         return value or None
 
     @field_validator("retry_delays")
@@ -94,6 +97,29 @@ class Settings(BaseSettings):
     def consumer_names(self) -> list[str]:
         """The consumers this worker runs; empty: every one its handler modules register."""
         return _names(self.consumers)
+
+
+def describe(exc: ValidationError) -> list[str]:
+    """``VARIABLE: what is wrong``, one line per mistake; never the value (it may be a secret)."""
+    return [f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()]
+
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def check_redis_url(url: str) -> None:
+    """``ValueError`` (without quoting ``url``, which may hold a password) unless redis-py
+    can read it: one of its schemes, and a numeric port."""
+    parts = urlsplit(url)
+    if parts.scheme not in REDIS_SCHEMES:
+        raise ValueError(
+            f"not a Redis URL: expected {', '.join(s + '://' for s in REDIS_SCHEMES)} "
+            "(the value is not shown: it may hold a password)"
+        )
+    try:
+        parts.port  # noqa: B018 - urlsplit checks the port only when asked for it
+    except ValueError:
+        raise ValueError("the port of the Redis URL is not a number between 0 and 65535") from None
 
 
 def _names(text: str) -> list[str]:

@@ -22,7 +22,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from app.settings import Settings
+from app.settings import Settings, describe
 from dlq import render
 from dlq.actions import Action
 from dlq.commands import Decision, Target, act, list_entries, one_entry
@@ -224,10 +224,7 @@ def _target(topic: str | None, timeout: float) -> Target:
     try:
         settings = Settings()
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
-        )
-        _fail(CommandError(f"bad settings in the environment: {problems}"))
+        _fail(CommandError(f"bad settings in the environment: {'; '.join(describe(exc))}"))
     base = topic or settings.order_topic
     dlt = base if base.endswith(DLT_SUFFIX) else dlt_topic(base)
     return Target(settings.broker_url, settings.database_url, dlt, timeout)

@@ -26,6 +26,7 @@ import sys
 import zlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import NoReturn
 from weakref import WeakKeyDictionary
 
 from alembic import command
@@ -36,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.db.engine import create_engine
 from app.db.histories import FRAMEWORK, History, histories
 from app.db.histories import VERSION_TABLE as VERSION_TABLE
-from app.db.urls import normalise_database_url
+from app.db.urls import normalise_database_url, shown
 from app.errors import ConfigurationError
 
 MIGRATIONS_DIR = FRAMEWORK.versions.parent
@@ -144,15 +145,32 @@ async def migration_lock(connection: AsyncConnection) -> AsyncIterator[None]:
 
 
 def main() -> None:
-    """Upgrade the database named by the settings (``DATABASE_URL``, ``HANDLER_MODULES``)."""
-    from app.settings import get_settings
+    """Upgrade the database named by the settings (``DATABASE_URL``, ``HANDLER_MODULES``); a
+    mistake in the settings or a database that cannot be reached is one line on stderr and
+    exit code 2."""
+    from pydantic import ValidationError
+    from sqlalchemy.exc import SQLAlchemyError
 
-    settings = get_settings()
+    from app.settings import Settings, describe
+
     try:
-        upgrade_to_head_sync(settings.database_url, settings.handler_module_names)
+        settings = Settings()
+    except ValidationError as exc:
+        _exit(f"invalid settings: {'; '.join(describe(exc))}")
+    url = settings.database_url
+    try:
+        upgrade_to_head_sync(url, settings.handler_module_names)
     except ConfigurationError as exc:
         print(f"effectively-once: configuration error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except (SQLAlchemyError, OSError) as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        _exit(f"cannot migrate {shown(url)}: {reason[0] if reason else type(exc).__name__}")
+
+
+def _exit(message: str) -> NoReturn:
+    print(f"effectively-once migrate: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 if __name__ == "__main__":
