@@ -56,6 +56,7 @@ class Settings(BaseSettings):
     infra_retry_initial_seconds: float = Field(default=0.5, gt=0)
     infra_retry_max_seconds: float = Field(default=30.0, gt=0)
     infra_retry_jitter: float = Field(default=0.5, ge=0, le=1)
+    escalate_after_attempts: int = Field(default=3, ge=1)
     db_pool_size: int = Field(default=5, ge=1)
     log_format: Literal["text", "json"] = "text"
     retry_delays: str = "1,5,30,300"

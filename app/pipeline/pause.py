@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from app.pipeline.classify import is_infrastructure
+from app.pipeline.classify import Fault, fault_of, is_infrastructure, signature
 
 T = TypeVar("T")
 log = logging.getLogger("effectively_once.pause")
@@ -46,14 +46,41 @@ class Backoff:
         return min(self.maximum, doubled) * (1.0 - self.jitter * self.random())
 
 
+@dataclass
+class Streak:
+    """How many times in a row a step failed on the same statement the database cancelled.
+
+    A retry gets past a connection that came back or a race that was lost; it may
+    never get past a statement the server cancels every time (its statement timeout),
+    so the step that keeps meeting one is escalated (see the processor). Any other
+    failure ends the streak.
+    """
+
+    failures: int = 0
+    last: tuple[str, str] | None = None
+
+    def note(self, exc: BaseException) -> None:
+        """``exc`` made the step fail once more."""
+        same = signature(exc) if fault_of(exc) is Fault.STATEMENT else None
+        if same is None:
+            self.failures = 0
+        elif same == self.last:
+            self.failures += 1
+        else:
+            self.failures = 1
+        self.last = same
+
+
 async def retry_in_place(
     what: str,
     operation: Callable[[], Awaitable[T]],
     backoff: Backoff,
     sleep: Sleep = asyncio.sleep,
     on_pause: OnPause | None = None,
+    streak: Streak | None = None,
 ) -> T:
-    """Run ``operation`` until it succeeds, pausing on infrastructure failures.
+    """Run ``operation`` until it succeeds, pausing on infrastructure failures (each noted in
+    ``streak``, which ``operation`` may read).
 
     Any other exception propagates: it is a bug or the event's fault, not a pause.
     """
@@ -64,6 +91,8 @@ async def retry_in_place(
         except Exception as exc:
             if not is_infrastructure(exc):
                 raise
+            if streak is not None:
+                streak.note(exc)
             attempt += 1
             delay = backoff.delay(attempt)
             log.error(

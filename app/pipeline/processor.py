@@ -23,8 +23,11 @@ For each batch the runtime hands over, in this order and for these reasons:
 8. return the outcomes, so that metrics and logs are derived from values.
 
 An infrastructure failure at any step pauses and retries that step in place
-(consumers that already committed are not run again). Only when this returns
-may the runtime let the offsets move.
+(consumers that already committed are not run again); a consumer's batch that
+the database keeps failing on the same cancelled statement is escalated after
+``escalate_after`` pauses: run event by event, the event whose handler meets it
+is routed (``Mode.ESCALATED``). Only when this returns may the runtime let the
+offsets move.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from app.pipeline.apply import HandlerFailed, Mode
 from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import Decoded, Poison, decode_batch, read_batch, validate_batch
 from app.pipeline.outcomes import Kind, Outcome
-from app.pipeline.pause import Backoff, OnPause, retry_in_place
+from app.pipeline.pause import Backoff, OnPause, Streak, retry_in_place
 from app.pipeline.publish import Publisher
 from app.pipeline.route import FailureRouter
 from app.pipeline.store import FAILURE_UPDATE_COLUMNS, VersionConflict
@@ -58,6 +61,7 @@ from app.settings import UnseenAggregatePolicy
 T = TypeVar("T")
 RERUN_CONFLICT = "conflict"
 RERUN_HANDLER_FAILED = "handler-failed"
+RERUN_ESCALATED = "escalated"
 log = logging.getLogger("effectively_once.pipeline")
 
 
@@ -74,6 +78,7 @@ class BatchProcessor:
     concurrent_consumers: bool = True
     on_pause: OnPause | None = None
     prefilter: Lookup | None = None
+    escalate_after: int = 3
 
     async def process(self, records: Sequence[RawRecord]) -> list[Outcome]:
         """Process ``records``; returns once every effect is committed and every failure
@@ -116,8 +121,11 @@ class BatchProcessor:
         todo, skipped = skip_known(known, consumer, events)
         if not todo:
             return skipped
+        streak = Streak()
         batch = await self._until_done(
-            f"batch of {len(todo)} for {consumer}", lambda: self._consumer_once(consumer, todo)
+            f"batch of {len(todo)} for {consumer}",
+            lambda: self._consumer_once(consumer, todo, streak),
+            streak,
         )
         # The transaction committed: its failures must reach the broker before any ack.
         await self._until_done(
@@ -128,12 +136,20 @@ class BatchProcessor:
         await remember_applied(self.prefilter, consumer, batch.outcomes)
         return skipped + batch.outcomes
 
-    async def _until_done(self, what: str, operation: Callable[[], Awaitable[T]]) -> T:
-        return await retry_in_place(what, operation, self.backoff, on_pause=self.on_pause)
+    async def _until_done(
+        self, what: str, operation: Callable[[], Awaitable[T]], streak: Streak | None = None
+    ) -> T:
+        return await retry_in_place(
+            what, operation, self.backoff, on_pause=self.on_pause, streak=streak
+        )
 
-    async def _consumer_once(self, consumer: str, events: list[Decoded]) -> ConsumerBatch:
+    async def _consumer_once(
+        self, consumer: str, events: list[Decoded], streak: Streak
+    ) -> ConsumerBatch:
         while True:
             try:
+                if streak.failures >= self.escalate_after:
+                    return await self._escalated(consumer, events, streak)
                 return await self._consumer_attempt(consumer, events)
             except VersionConflict as conflict:
                 # Rolled back; another worker committed some of these aggregates meanwhile
@@ -151,6 +167,21 @@ class BatchProcessor:
             metrics.record_rerun(consumer, RERUN_HANDLER_FAILED)
         # Outside the except block, so the failures found now don't chain the first one.
         return await self._transaction(consumer, events, Mode.ISOLATED)
+
+    async def _escalated(
+        self, consumer: str, events: list[Decoded], streak: Streak
+    ) -> ConsumerBatch:
+        """The database cancelled the same statement ``streak.failures`` times in a row: run
+        the batch event by event, and route the event whose handler meets it again."""
+        log.warning(
+            "%s: the database cancelled a statement of this batch %d times in a row (%s); "
+            "running it event by event, an event whose handler meets it again is routed",
+            consumer,
+            streak.failures,
+            streak.last[1] if streak.last else "?",
+        )
+        metrics.record_rerun(consumer, RERUN_ESCALATED)
+        return await self._transaction(consumer, events, Mode.ESCALATED)
 
     async def _transaction(self, consumer: str, events: list[Decoded], mode: Mode) -> ConsumerBatch:
         started = time.perf_counter()

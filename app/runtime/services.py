@@ -86,6 +86,7 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
         concurrent_consumers=dialect_name(settings.database_url) != "sqlite",
         on_pause=pauses.on_pause,
         prefilter=prefilter,
+        escalate_after=settings.escalate_after_attempts,
     )
     log.info(
         "consumers: %s; Redis prefilter %s",
