@@ -107,6 +107,16 @@ def fault_of(exc: BaseException) -> Fault:
     return Fault.EVENT
 
 
+# A unique key already taken: PostgreSQL 23505, MySQL/MariaDB 1062 (and 1586), SQLite's
+# SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE.
+_UNIQUE = {"23505", 1062, 1586, 1555, 2067}
+
+
+def is_unique_violation(exc: sa_exc.IntegrityError) -> bool:
+    """True when ``exc`` says a row with the same unique key exists."""
+    return _code(exc.orig) in _UNIQUE
+
+
 def signature(exc: BaseException) -> tuple[str, str]:
     """What makes two failures "the same": the kind of fault and the error's code (or class)."""
     root = exc.__cause__ if isinstance(exc, InfrastructureError) and exc.__cause__ else exc

@@ -19,7 +19,9 @@ For each batch the runtime hands over, in this order and for these reasons:
 6. publish that consumer's failures to their retry tier or the DLT, awaited
    (after the commit: a crash in between re-runs the event from its topic);
 7. run the after-commit callbacks of the transactions that committed, and tell
-   the prefilter what was applied (only now: Redis never claims an uncommitted event);
+   the prefilter what was applied (only now: Redis never claims an uncommitted event).
+   6 and 7 run to their end even if the batch is cancelled meanwhile (``together``);
+   if one consumer's run raises, the others are cancelled and waited for first;
 8. return the outcomes, so that metrics and logs are derived from values.
 
 An infrastructure failure at any step pauses and retries that step in place
@@ -32,7 +34,6 @@ offsets move.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -53,6 +54,7 @@ from app.pipeline.pause import Backoff, OnPause, Streak, retry_in_place
 from app.pipeline.publish import Publisher
 from app.pipeline.route import FailureRouter
 from app.pipeline.store import FAILURE_UPDATE_COLUMNS, VersionConflict
+from app.pipeline.together import all_or_none, to_the_end
 from app.prefilter.stage import Known, Lookup, ask, remember_applied, skip_known
 from app.records import RawRecord
 from app.registry import Registry
@@ -62,6 +64,8 @@ T = TypeVar("T")
 RERUN_CONFLICT = "conflict"
 RERUN_HANDLER_FAILED = "handler-failed"
 RERUN_ESCALATED = "escalated"
+# How long a committed consumer's publishing may go on after its batch was cancelled.
+AFTER_COMMIT_GRACE_SECONDS = 10.0
 log = logging.getLogger("effectively_once.pipeline")
 
 
@@ -108,7 +112,7 @@ class BatchProcessor:
             ]
             _warn_unknown_targets(events, self.registry)
             if self.concurrent_consumers:
-                results = await asyncio.gather(*runs)
+                results = await all_or_none(runs)
             else:
                 results = [await run for run in runs]
             for consumer_outcomes in results:
@@ -127,6 +131,11 @@ class BatchProcessor:
             lambda: self._consumer_once(consumer, todo, streak),
             streak,
         )
+        # Committed: what follows runs to its end even if the batch is cancelled now.
+        await to_the_end(self._after_commit(consumer, batch), AFTER_COMMIT_GRACE_SECONDS)
+        return skipped + batch.outcomes
+
+    async def _after_commit(self, consumer: str, batch: ConsumerBatch) -> None:
         # The transaction committed: its failures must reach the broker before any ack.
         await self._until_done(
             f"publishing {len(batch.routed)} failure(s) of {consumer}",
@@ -134,7 +143,6 @@ class BatchProcessor:
         )
         await _run_after_commit(batch.ctx)
         await remember_applied(self.prefilter, consumer, batch.outcomes)
-        return skipped + batch.outcomes
 
     async def _until_done(
         self, what: str, operation: Callable[[], Awaitable[T]], streak: Streak | None = None

@@ -13,8 +13,11 @@ connection, resource and read-only errors are infrastructure, while a MySQL
 CHECK violation (3819), a trigger's SIGNAL (1644) or a value out of range
 (1690), which pymysql raises as ``OperationalError``, are the event's, as are
 SQLite's constraint and SQL errors (its busy, locked, I/O and full errors
-are not). A statement the server cancelled (PostgreSQL 57014, MariaDB 1969,
-MySQL 3024 and 1317) is infrastructure of the ``STATEMENT`` kind, which the
+are not). A unique key already taken (23505, 1062, SQLite's primary-key and
+unique constraint codes) is told from other integrity errors, for the store to
+run a batch again that lost a race on its dedup records. A statement the
+server cancelled (PostgreSQL 57014, MariaDB 1969, MySQL 3024 and 1317) is
+infrastructure of the ``STATEMENT`` kind, which the
 processor escalates when it keeps coming back. An ``OperationalError`` or
 ``InterfaceError`` without any code is infrastructure. Everything else (a
 bug, a bad value, an ordinary integrity error) is the event's failure.
@@ -27,7 +30,13 @@ from aiokafka import errors as kafka
 from sqlalchemy import exc as sa_exc
 
 from app.errors import InfrastructureError, PermanentError, RetryableError
-from app.pipeline.classify import Fault, fault_of, is_infrastructure, signature
+from app.pipeline.classify import (
+    Fault,
+    fault_of,
+    is_infrastructure,
+    is_unique_violation,
+    signature,
+)
 
 
 class PgError(Exception):
@@ -144,6 +153,26 @@ def test_infrastructure_failures(exc: BaseException) -> None:
 @pytest.mark.parametrize("exc", EVENT_FAULTS, ids=lambda e: repr(e)[:60])
 def test_the_events_own_failures(exc: BaseException) -> None:
     assert is_infrastructure(exc) is False
+
+
+@pytest.mark.parametrize(
+    ("orig", "unique"),
+    [
+        (PgError("23505"), True),
+        (MySQLError(1062, "Duplicate entry"), True),
+        (SQLiteError(1555, "UNIQUE constraint failed: consumed_event.event_id"), True),
+        (SQLiteError(2067, "UNIQUE constraint failed"), True),
+        (PgError("23503"), False),
+        (PgError("23502"), False),
+        (MySQLError(1452, "Cannot add or update a child row"), False),
+        (SQLiteError(1299, "NOT NULL constraint failed"), False),
+    ],
+    ids=lambda value: repr(value)[:40],
+)
+def test_a_unique_key_already_taken_is_told_from_other_integrity_errors(
+    orig: BaseException, unique: bool
+) -> None:
+    assert is_unique_violation(dbapi(sa_exc.IntegrityError, orig)) is unique
 
 
 @pytest.mark.parametrize("exc", STATEMENT_CANCELLED, ids=lambda e: repr(e)[:60])
