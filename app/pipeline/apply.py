@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.context import HandlerContext
 from app.errors import InfrastructureError, PermanentError
 from app.pipeline.classify import Fault, fault_of
@@ -56,22 +58,36 @@ async def run_handlers(
     """Run ``handlers`` on ``items`` (events of one type, distinct aggregates), in order.
 
     A batch handler gets the whole list in one call, any other one event per call.
+    ORM changes a call left are flushed right after it, inside its boundary.
     Raises ``InfrastructureError`` when a dependency failed (the batch pauses)
     and ``HandlerFailed`` when a handler failed; with ``blame_statements``, a
     statement the database cancelled counts as the handler's failure.
     """
+    session = ctx.session
     for spec in handlers:
         try:
             if spec.batch:
                 await spec.fn([item.event for item in items], ctx)
+                if _pending(session):
+                    await session.flush()
             else:
                 for item in items:
                     await spec.fn(item.event, ctx)
+                    if _pending(session):
+                        await session.flush()
         except Exception as exc:
             fault = fault_of(exc)
             if fault is Fault.EVENT or (blame_statements and fault is Fault.STATEMENT):
                 raise HandlerFailed(spec, exc) from exc
             raise InfrastructureError(f"{spec.name}: {exc}") from exc
+
+
+def _pending(session: AsyncSession) -> bool:
+    """Whether a handler left ORM changes unflushed (``session.add`` and the like). They are
+    flushed inside the handler's boundary, so that a row the database refuses fails the
+    handler call, not the framework's next statement or the commit. Handlers that write
+    with Core statements (the example consumers) leave none, and pay three set checks."""
+    return bool(session.new or session.dirty or session.deleted)
 
 
 async def apply_waves(
