@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.db.engine import create_engine
 from app.db.histories import FRAMEWORK, History, histories
 from app.db.histories import VERSION_TABLE as VERSION_TABLE
+from app.db.timeouts import MIGRATION_TIMEOUTS
 from app.db.urls import normalise_database_url, shown
 from app.errors import ConfigurationError
 
@@ -76,7 +77,9 @@ async def upgrade_to_head(database_url: str, handler_modules: Sequence[str] = ()
 
 async def upgrade(database_url: str, chain: Sequence[History]) -> None:
     """Bring each history of ``chain`` to its heads, in order, under one migration lock."""
-    engine = create_engine(normalise_database_url(database_url), pool_size=1)
+    engine = create_engine(
+        normalise_database_url(database_url), pool_size=1, timeouts=MIGRATION_TIMEOUTS
+    )
     try:
         async with (
             _alembic_lock(),

@@ -22,6 +22,8 @@ T = TypeVar("T")
 log = logging.getLogger("effectively_once.pause")
 
 Sleep = Callable[[float], Awaitable[None]]
+# What a failure without a message means: the driver gave up waiting (``app.db.timeouts``).
+_SILENT: dict[type[BaseException], str] = {TimeoutError: "no answer within the deadline"}
 OnPause = Callable[[str, BaseException, float], None]
 
 
@@ -102,7 +104,7 @@ async def retry_in_place(
                 attempt,
                 delay,
                 type(exc).__name__,
-                exc,
+                str(exc) or _SILENT.get(type(exc), "(no message)"),
             )
             if on_pause is not None:
                 on_pause(what, exc, delay)

@@ -95,7 +95,8 @@ def _agent(
         async def process(events: list[Any]) -> None:
             records = [to_record(e) for e in events]
             if wait_until_due:
-                await _sleep_until_due(records)
+                with progress.waiting_until_due(records[0].topic):
+                    await _sleep_until_due(records)
             outcomes = await progress.run(processor.process, records)
             log.debug("%s: batch of %d, %d outcomes", name, len(events), len(outcomes))
 

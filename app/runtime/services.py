@@ -74,7 +74,7 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
             on_pause=pauses.on_pause,
         )
         pauses.resumed()
-    engine = create_engine(settings.database_url, settings.db_pool_size)
+    engine = create_engine(settings.database_url, settings.db_pool_size, settings.db_timeouts)
     prefilter = build_prefilter(settings)
     processor = BatchProcessor(
         sessions=session_factory(engine),
