@@ -84,7 +84,10 @@ async def run_batches(
             if pending.busy:
                 # Nobody waits for these yet: let them gather, and take them in one go.
                 await asyncio.sleep(GATHER_SECONDS)
-            events = await source.take(size - len(pending.events))
+            try:
+                events = await source.take(size - len(pending.events))
+            except StopAsyncIteration:
+                return  # the stream ended: the worker is stopping
             was_empty = not pending.events
             pending.events += events
             pending.arrived += [loop.time()] * len(events)
