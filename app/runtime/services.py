@@ -6,12 +6,15 @@ import importlib
 import logging
 from dataclasses import dataclass
 
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
 from app.db.engine import create_engine, dialect_name, session_factory
+from app.db.identity import read_identity
 from app.errors import ConfigurationError
 from app.monitoring import pauses
+from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, retry_in_place
 from app.pipeline.processor import BatchProcessor
 from app.pipeline.publish import Publisher
@@ -75,7 +78,16 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
         )
         pauses.resumed()
     engine = create_engine(settings.database_url, settings.db_pool_size, settings.db_timeouts)
-    prefilter = build_prefilter(settings)
+    prefilter = None
+    if settings.redis_url:
+        identity = await retry_in_place(
+            "reading the database's identity",
+            lambda: _identity(engine),
+            backoff,
+            on_pause=pauses.on_pause,
+        )
+        pauses.resumed()
+        prefilter = build_prefilter(settings, identity)
     processor = BatchProcessor(
         sessions=session_factory(engine),
         registry=registry,
@@ -96,13 +108,27 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
     return Services(settings, engine, processor, prefilter)
 
 
-def build_prefilter(settings: Settings) -> Prefilter | None:
-    """The Redis prefilter when ``REDIS_URL`` is set; keys are namespaced by ``APP_ID``."""
+async def _identity(engine: AsyncEngine) -> str:
+    try:
+        return await read_identity(engine)
+    except DBAPIError as exc:
+        if is_infrastructure(exc):
+            raise
+        raise ConfigurationError(
+            "the database has no framework tables (database_identity is missing): run "
+            "python -m app.db.migrate, or start with MIGRATE_ON_START=true"
+        ) from exc
+
+
+def build_prefilter(settings: Settings, database_identity: str) -> Prefilter | None:
+    """The Redis prefilter when ``REDIS_URL`` is set. Its keys are namespaced by the
+    ``APP_ID`` and by the database's identity (``app.db.identity``): they never speak
+    for another database."""
     if not settings.redis_url:
         return None
     prefilter = Prefilter.from_url(
         settings.redis_url,
-        namespace=f"{settings.prefilter_key_prefix}:{settings.app_id}",
+        namespace=f"{settings.prefilter_key_prefix}:{settings.app_id}:{database_identity}",
         ttl_seconds=settings.prefilter_ttl_seconds,
         timeout_seconds=settings.prefilter_timeout_seconds,
         failure_threshold=settings.prefilter_failure_threshold,

@@ -100,7 +100,7 @@ def test_migrate_says_what_is_wrong_in_one_line(
     monkeypatch.setenv("DATABASE_URL", url)
 
     with pytest.raises(SystemExit) as exited:
-        migrate.main()
+        migrate.main([])
 
     out, err = capsys.readouterr()
     assert exited.value.code == 2
@@ -144,6 +144,6 @@ def test_an_unreachable_database_is_shown_with_its_password_masked(
     monkeypatch.setenv("DATABASE_URL", UNREACHABLE)
 
     with pytest.raises(SystemExit):
-        migrate.main()
+        migrate.main([])
 
     assert "app:***@127.0.0.1:1" in capsys.readouterr().err
