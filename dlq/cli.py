@@ -110,6 +110,16 @@ By = Annotated[str | None, typer.Option(help="Who decides (default: $USER).")]
 Why = Annotated[
     str | None, typer.Option("--why", "--reason-note", help="Why (kept as decision_note).")
 ]
+ForConsumer = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--for-consumer",
+        help="Poison only (it is no consumer's): replay or skip it for this consumer "
+        "(repeatable). Skipped, the consumer takes its version and its parked successors "
+        "apply. A record dead for a consumer is always acted on for that one.",
+        show_default=False,
+    ),
+]
 
 
 @cli.command("list")
@@ -171,11 +181,14 @@ def _decide(action: Action, summary: str) -> Callable[..., None]:
         rate: Rate = None,
         by: By = None,
         why: Why = None,
+        for_consumer: ForConsumer = None,
         topic: Topic = None,
         timeout: Timeout = 60.0,
     ) -> None:
         selection = _selection(positions, event_id, consumer, reason, since, until, status, limit)
-        decision = Decision(action, execute, force, everything, rate, _by(by), why)
+        decision = Decision(
+            action, execute, force, everything, rate, _by(by), why, tuple(for_consumer or ())
+        )
         raise typer.Exit(_run(act(_target(topic, timeout), selection, decision, out)))
 
     command.__doc__ = summary
@@ -192,7 +205,9 @@ skip = cli.command("skip")(
     _decide(
         Action.SKIP,
         "Give up on dead events: their consumer takes the version without running the handler."
-        "\n\nThe aggregate's later events, parked behind the dead one, then apply.",
+        "\n\nThe aggregate's later events, parked behind the dead one, then apply. Poison whose"
+        " envelope could be read blocks its aggregate for every consumer: skip it for each with"
+        " --for-consumer.",
     )
 )
 
