@@ -30,7 +30,7 @@ from tests.integration.support.workers import Workers
 
 pytestmark = pytest.mark.integration
 
-TALLY = "tests.integration.support.tally"
+TALLY = "handlers,tests.integration.support.tally"  # the example brings user_points
 
 
 @pytest.fixture

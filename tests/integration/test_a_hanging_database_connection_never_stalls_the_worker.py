@@ -31,8 +31,9 @@ from tests.integration.support.workers import WorkerProcess, Workers
 
 pytestmark = pytest.mark.integration
 
-TALLY = "tests.integration.support.tally"
+TALLY = "handlers,tests.integration.support.tally"  # the example brings user_points
 TIGHT = {
+    "CONSUMERS": "tally",
     "DB_CONNECT_TIMEOUT_SECONDS": "2",
     "DB_STATEMENT_TIMEOUT_SECONDS": "1",
     "DB_RESPONSE_TIMEOUT_SECONDS": "2",

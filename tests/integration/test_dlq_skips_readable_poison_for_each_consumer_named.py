@@ -31,7 +31,8 @@ pytestmark = pytest.mark.integration
 
 PROBE = "dlq-probe"
 TALLY = "tally"
-MODULES = "tests.integration.support.dlq_probe,tests.integration.support.tally"
+# The example package brings the user_points table both test consumers write.
+MODULES = "handlers,tests.integration.support.dlq_probe,tests.integration.support.tally"
 
 
 @pytest.fixture
