@@ -9,6 +9,8 @@ Contract of ``app.runtime.batches.run_batches``:
 - when ``process`` raises, nothing of that batch or of what was read ahead is acked;
   those events are withheld (faust will neither commit them nor wait for them)
   and the error reaches the caller;
+- a batch that ``process`` gives up (``BatchGivenUp``) is withheld, not acked, and
+  the batches go on with the next one;
 - a source that ends (faust throws ``StopAsyncIteration`` into a stopping agent's
   channel) ends ``run_batches`` without an error, once the batch in hand is
   processed and acked; what was read ahead is withheld.
@@ -23,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from app.runtime.batches import run_batches
+from app.runtime.batches import BatchGivenUp, run_batches
 
 
 @dataclass
@@ -279,3 +281,21 @@ async def test_a_source_that_ends_ends_the_batches_without_an_error() -> None:
 
     assert [offset for batch in processed for offset in batch] == [0, 1, 2, 3, 4]
     assert stream.acked == [0, 1, 2, 3, 4]
+
+
+async def test_a_batch_given_up_is_withheld_and_the_next_one_goes_on() -> None:
+    stream = EndingStream(count=6)
+    processed: list[list[int]] = []
+
+    async def process(batch: list[Any]) -> None:
+        if 0 in offsets(batch):
+            raise BatchGivenUp("a rebalance")
+        processed.append(offsets(batch))
+
+    await asyncio.wait_for(run_batches(stream, 3, 0.01, process), 5)
+
+    given_up = [event for event in stream.handed if event.message.offset in (0, 1, 2)]
+    assert all(event.message.acked for event in given_up)  # withheld: marked, not acked
+    assert 0 not in stream.acked and 1 not in stream.acked and 2 not in stream.acked
+    assert [offset for batch in processed for offset in batch] == [3, 4, 5]
+    assert stream.acked == [3, 4, 5]
