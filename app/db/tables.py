@@ -17,7 +17,7 @@ Invariants:
   what the Redis prefilter's keys are namespaced by, so that they never speak
   for another database (a fresh one, or one restored and given a new id).
 - Ids and types compare byte for byte on every database: on MySQL and MariaDB
-  their columns use the binary collation (``id_text``), where the default one
+  their columns use the binary collation (``binary_id``), where the default one
   would make ``ORDER-A``, ``order-a`` and ``órder-a`` one aggregate.
 """
 
@@ -51,8 +51,8 @@ EVENT_TYPE = 100
 TOPIC = 249
 
 
-def id_text(length: int) -> TypeEngine[str]:
-    """``String(length)``, compared byte for byte on MySQL and MariaDB too."""
+def binary_id(length: int) -> TypeEngine[str]:
+    """A string id compared as bytes; MySQL's and MariaDB's default collations ignore case."""
     binary = mysql.VARCHAR(length, charset="utf8mb4", collation=BINARY_COLLATION)
     return String(length).with_variant(binary, "mysql", "mariadb")
 
@@ -61,11 +61,11 @@ consumed_event = Table(
     "consumed_event",
     metadata,
     # The selective column leads every key (see the first migration).
-    Column("event_id", id_text(EVENT_ID), primary_key=True),
-    Column("consumer_group", id_text(CONSUMER), primary_key=True),
-    Column("event_type", id_text(EVENT_TYPE), nullable=False),
-    Column("aggregate_type", id_text(AGG_TYPE), nullable=False),
-    Column("aggregate_id", id_text(AGG_ID), nullable=False),
+    Column("event_id", binary_id(EVENT_ID), primary_key=True),
+    Column("consumer_group", binary_id(CONSUMER), primary_key=True),
+    Column("event_type", binary_id(EVENT_TYPE), nullable=False),
+    Column("aggregate_type", binary_id(AGG_TYPE), nullable=False),
+    Column("aggregate_id", binary_id(AGG_ID), nullable=False),
     Column("aggregate_version", Integer, nullable=True),
     Column("applied_at", DateTime(timezone=True), nullable=False),
 )
@@ -73,9 +73,9 @@ consumed_event = Table(
 aggregate_version = Table(
     "aggregate_version",
     metadata,
-    Column("aggregate_id", id_text(AGG_ID), primary_key=True),
-    Column("aggregate_type", id_text(AGG_TYPE), primary_key=True),
-    Column("consumer_group", id_text(CONSUMER), primary_key=True),
+    Column("aggregate_id", binary_id(AGG_ID), primary_key=True),
+    Column("aggregate_type", binary_id(AGG_TYPE), primary_key=True),
+    Column("consumer_group", binary_id(CONSUMER), primary_key=True),
     Column("last_version", Integer, nullable=True),
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
@@ -83,13 +83,13 @@ aggregate_version = Table(
 parked_event = Table(
     "parked_event",
     metadata,
-    Column("event_id", id_text(EVENT_ID), primary_key=True),
-    Column("consumer_group", id_text(CONSUMER), primary_key=True),
-    Column("aggregate_type", id_text(AGG_TYPE), nullable=False),
-    Column("aggregate_id", id_text(AGG_ID), nullable=False),
+    Column("event_id", binary_id(EVENT_ID), primary_key=True),
+    Column("consumer_group", binary_id(CONSUMER), primary_key=True),
+    Column("aggregate_type", binary_id(AGG_TYPE), nullable=False),
+    Column("aggregate_id", binary_id(AGG_ID), nullable=False),
     Column("aggregate_version", Integer, nullable=False),
-    Column("event_type", id_text(EVENT_TYPE), nullable=False),
-    Column("topic", id_text(TOPIC), nullable=False),
+    Column("event_type", binary_id(EVENT_TYPE), nullable=False),
+    Column("topic", binary_id(TOPIC), nullable=False),
     Column("partition", Integer, nullable=False),
     Column("offset", BigInteger, nullable=False),
     Column("record_key", LargeBinary, nullable=True),
@@ -102,14 +102,14 @@ parked_event = Table(
 failed_event = Table(
     "failed_event",
     metadata,
-    Column("consumer_group", id_text(CONSUMER), primary_key=True),
-    Column("topic", id_text(TOPIC), primary_key=True),
+    Column("consumer_group", binary_id(CONSUMER), primary_key=True),
+    Column("topic", binary_id(TOPIC), primary_key=True),
     Column("partition", Integer, primary_key=True),
     Column("offset", BigInteger, primary_key=True),
-    Column("event_id", id_text(EVENT_ID), nullable=True),
-    Column("event_type", id_text(EVENT_TYPE), nullable=True),
-    Column("aggregate_type", id_text(AGG_TYPE), nullable=True),
-    Column("aggregate_id", id_text(AGG_ID), nullable=True),
+    Column("event_id", binary_id(EVENT_ID), nullable=True),
+    Column("event_type", binary_id(EVENT_TYPE), nullable=True),
+    Column("aggregate_type", binary_id(AGG_TYPE), nullable=True),
+    Column("aggregate_id", binary_id(AGG_ID), nullable=True),
     Column("aggregate_version", Integer, nullable=True),
     Column("reason", String(40), nullable=False),
     Column("exception_type", String(200), nullable=False),

@@ -26,9 +26,9 @@ T = TypeVar("T")
 async def all_or_none(runs: list[Coroutine[Any, Any, T]]) -> list[T]:
     """Run ``runs`` concurrently and return their results in order; if one raises, cancel
     the others, wait for them, and raise its error (the first to fail)."""
+    if len(runs) < 2:  # nothing to cancel: no task needed
+        return [await run for run in runs]
     tasks = [asyncio.ensure_future(run) for run in runs]
-    if not tasks:
-        return []
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     finally:  # one failed, or this was cancelled: stop the others and wait for them
