@@ -12,11 +12,16 @@
      │         ├── UndecodableError      not JSON, or not a JSON object
      │         ├── InvalidSchemaError    the envelope or its ``data`` fails validation
      │         └── UnsupportedVersionError  a known eventType at an eventVersion no model reads
-     └── InfrastructureError       the database, Redis or the broker is unreachable, or
-                                   a transaction lost a race (deadlock, unique
-                                   conflict with a concurrent worker): not the event's
-                                   fault. The batch pauses and is retried in place;
+     └── InfrastructureError       not the event's fault (``pipeline.classify`` sorts any
+                                   exception by its code): the database, Redis or the
+                                   broker unreachable or silent past its deadline
+                                   (connection), a transaction that lost a race
+                                   (conflict), or a statement the server cancelled
+                                   (statement). The batch pauses and is retried in place;
                                    it is never dead-lettered and its offsets never move.
+                                   A statement cancelled again and again is escalated:
+                                   the batch runs event by event and the event whose
+                                   handler meets it is routed.
 
 Any other exception a handler raises counts as retryable unless the handler
 declares its type non-retryable (``@handler(..., non_retryable=(KeyError,))``).

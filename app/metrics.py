@@ -80,7 +80,8 @@ CONSUMER_BATCH_DURATION = Histogram(
 BATCH_RERUNS = Counter(
     "effectively_once_batch_reruns_total",
     "A consumer's batch rolled back and run again: 'conflict' (another worker wrote one of "
-    "its aggregates meanwhile) or 'handler-failed' (again, one savepoint per event).",
+    "its aggregates meanwhile), 'handler-failed' (again, one savepoint per event) or "
+    "'escalated' (event by event after the database kept cancelling one of its statements).",
     ["consumer", "reason"],
     registry=REGISTRY,
 )

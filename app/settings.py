@@ -9,10 +9,12 @@ from __future__ import annotations
 from enum import StrEnum
 from functools import lru_cache
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.db.timeouts import DbTimeouts
 from app.db.urls import normalise_database_url
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./effectively_once.db"
@@ -54,7 +56,13 @@ class Settings(BaseSettings):
     broker_session_timeout_seconds: float = Field(default=10.0, gt=0)
     infra_retry_initial_seconds: float = Field(default=0.5, gt=0)
     infra_retry_max_seconds: float = Field(default=30.0, gt=0)
+    infra_retry_jitter: float = Field(default=0.5, ge=0, le=1)
+    escalate_after_attempts: int = Field(default=3, ge=1)
     db_pool_size: int = Field(default=5, ge=1)
+    db_connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    db_statement_timeout_seconds: float = Field(default=30.0, ge=0)
+    db_response_timeout_seconds: float = Field(default=35.0, gt=0)
+    ready_stall_seconds: float = Field(default=60.0, gt=0)
     log_format: Literal["text", "json"] = "text"
     retry_delays: str = "1,5,30,300"
     prefilter_key_prefix: str = "eo:applied"
@@ -71,7 +79,28 @@ class Settings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
+        if value:
+            check_redis_url(value)
         return value or None
+
+    @model_validator(mode="after")
+    def _answer_outlasts_the_statement(self) -> Settings:
+        if self.db_response_timeout_seconds <= self.db_statement_timeout_seconds:
+            raise ValueError(
+                "DB_RESPONSE_TIMEOUT_SECONDS must be longer than DB_STATEMENT_TIMEOUT_SECONDS "
+                "(the server cancels a slow statement and answers; the worker gives up on a "
+                "connection that does not answer)"
+            )
+        return self
+
+    @property
+    def db_timeouts(self) -> DbTimeouts:
+        """The bounds of every connection the worker makes (``app.db.timeouts``)."""
+        return DbTimeouts(
+            connect=self.db_connect_timeout_seconds,
+            statement=self.db_statement_timeout_seconds,
+            response=self.db_response_timeout_seconds,
+        )
 
     @field_validator("retry_delays")
     @classmethod
@@ -93,6 +122,33 @@ class Settings(BaseSettings):
     def consumer_names(self) -> list[str]:
         """The consumers this worker runs; empty: every one its handler modules register."""
         return _names(self.consumers)
+
+
+def describe(exc: ValidationError) -> list[str]:
+    """``VARIABLE: what is wrong``, one line per mistake; never the value (it may be a secret)."""
+    lines = []
+    for error in exc.errors():
+        where = ".".join(map(str, error["loc"])).upper()
+        lines.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
+    return lines
+
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def check_redis_url(url: str) -> None:
+    """``ValueError`` (without quoting ``url``, which may hold a password) unless redis-py
+    can read it: one of its schemes, and a numeric port."""
+    parts = urlsplit(url)
+    if parts.scheme not in REDIS_SCHEMES:
+        raise ValueError(
+            f"not a Redis URL: expected {', '.join(s + '://' for s in REDIS_SCHEMES)} "
+            "(the value is not shown: it may hold a password)"
+        )
+    try:
+        parts.port  # noqa: B018 - urlsplit checks the port only when asked for it
+    except ValueError:
+        raise ValueError("the port of the Redis URL is not a number between 0 and 65535") from None
 
 
 def _names(text: str) -> list[str]:

@@ -10,7 +10,12 @@ what is needed:
   already on its way) unless ``--force``;
 - older DLT copies of a record that died again after a replay: only the
   newest copy is published (it carries the right replay count);
-- for ``skip``, poison records: no consumer can take their version.
+- for ``skip``, poison records unless the operator names the consumers to skip
+  them for (``--for-consumer``): poison is no consumer's. A poison record whose
+  envelope could be read (eventId, aggregate, version) blocks its aggregate for
+  every consumer; skipping it for a consumer lets that consumer take its version
+  (its payload is never validated then). Poison without a readable envelope has
+  no version to take and is refused.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Protocol
 
@@ -61,17 +66,27 @@ class Plan:
         return len(self.act) + len(self.left_alone) + len(self.older_copies) + len(self.refused)
 
 
-def plan(entries: Sequence[Entry], action: Action, force: bool = False) -> Plan:
-    """Which of ``entries`` to publish: newest copy per failure, in original-topic order."""
+def plan(
+    entries: Sequence[Entry],
+    action: Action,
+    force: bool = False,
+    for_consumers: Sequence[str] = (),
+) -> Plan:
+    """Which of ``entries`` to publish: newest copy per failure, in original-topic order;
+    poison once for each of ``for_consumers`` (a replay of poison without them: for every
+    consumer at once)."""
     newest, older = split_copies(entries)
     act: list[Entry] = []
     left: list[Entry] = []
     refused: list[Entry] = []
     for entry in newest:
-        if action is Action.SKIP and entry.dead.is_poison:
+        poison = entry.dead.is_poison
+        if action is Action.SKIP and poison and not (for_consumers and entry.dead.has_envelope):
             refused.append(entry)
         elif not force and entry.status in SETTLED | IN_FLIGHT:
             left.append(entry)
+        elif poison and for_consumers:
+            act += [replace(entry, target=consumer) for consumer in for_consumers]
         else:
             act.append(entry)
     act.sort(key=_original_order)
@@ -84,7 +99,7 @@ def _original_order(entry: Entry) -> tuple[str, int, int, str]:
         dead.original_topic,
         dead.original_partition if dead.original_partition is not None else -1,
         dead.original_offset if dead.original_offset is not None else -1,
-        dead.consumer or "",
+        entry.consumer or "",
     )
 
 
@@ -133,6 +148,7 @@ class Executor:
     rate: float | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    _decided: set[FailureKey] = field(default_factory=set, init=False, repr=False)
 
     async def run(self, entries: Sequence[Entry], report: Report) -> Summary:
         """Decide and publish each of ``entries`` in order; ``report`` hears of each one."""
@@ -159,17 +175,22 @@ class Executor:
         # its status and decision: its consumer took the event, the replay is a duplicate.
         unchanged = entry.status == FailureStatus.UNKNOWN or entry.status in SETTLED
         key = None if unchanged else dead.failure_key
+        if key in self._decided:
+            key = None  # a skip of poison for several consumers decides its one row once
         if key is not None and not await self.decisions.decide(
             key, entry.state, status, self.by, self.note
         ):
             raise _NotDone(f"its status changed from {entry.status} meanwhile; list it again")
-        out = replay_record(dead.record, skip=self.action is Action.SKIP)
+        out = replay_record(dead.record, skip=self.action is Action.SKIP, consumer=entry.target)
         try:
-            return await self.sender.send(out, dead.original_partition)
+            sent = await self.sender.send(out, dead.original_partition)
         except Exception as exc:  # this record failed; the run goes on with the next
             if key is not None:
                 await self.decisions.undo(key, entry.state, status)
             raise _NotDone(f"publishing to {out.topic} failed: {exc!r}") from exc
+        if key is not None:
+            self._decided.add(key)
+        return sent
 
 
 class _NotDone(Exception):

@@ -22,7 +22,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from app.settings import Settings
+from app.settings import Settings, describe
 from dlq import render
 from dlq.actions import Action
 from dlq.commands import Decision, Target, act, list_entries, one_entry
@@ -110,6 +110,16 @@ By = Annotated[str | None, typer.Option(help="Who decides (default: $USER).")]
 Why = Annotated[
     str | None, typer.Option("--why", "--reason-note", help="Why (kept as decision_note).")
 ]
+ForConsumer = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--for-consumer",
+        help="Poison only (it is no consumer's): replay or skip it for this consumer "
+        "(repeatable). Skipped, the consumer takes its version and its parked successors "
+        "apply. A record dead for a consumer is always acted on for that one.",
+        show_default=False,
+    ),
+]
 
 
 @cli.command("list")
@@ -171,11 +181,14 @@ def _decide(action: Action, summary: str) -> Callable[..., None]:
         rate: Rate = None,
         by: By = None,
         why: Why = None,
+        for_consumer: ForConsumer = None,
         topic: Topic = None,
         timeout: Timeout = 60.0,
     ) -> None:
         selection = _selection(positions, event_id, consumer, reason, since, until, status, limit)
-        decision = Decision(action, execute, force, everything, rate, _by(by), why)
+        decision = Decision(
+            action, execute, force, everything, rate, _by(by), why, tuple(for_consumer or ())
+        )
         raise typer.Exit(_run(act(_target(topic, timeout), selection, decision, out)))
 
     command.__doc__ = summary
@@ -192,7 +205,9 @@ skip = cli.command("skip")(
     _decide(
         Action.SKIP,
         "Give up on dead events: their consumer takes the version without running the handler."
-        "\n\nThe aggregate's later events, parked behind the dead one, then apply.",
+        "\n\nThe aggregate's later events, parked behind the dead one, then apply. Poison whose"
+        " envelope could be read blocks its aggregate for every consumer: skip it for each with"
+        " --for-consumer.",
     )
 )
 
@@ -224,10 +239,7 @@ def _target(topic: str | None, timeout: float) -> Target:
     try:
         settings = Settings()
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
-        )
-        _fail(CommandError(f"bad settings in the environment: {problems}"))
+        _fail(CommandError(f"bad settings in the environment: {'; '.join(describe(exc))}"))
     base = topic or settings.order_topic
     dlt = base if base.endswith(DLT_SUFFIX) else dlt_topic(base)
     return Target(settings.broker_url, settings.database_url, dlt, timeout)

@@ -43,6 +43,7 @@ class Decision:
     rate: float | None
     by: str
     note: str | None
+    for_consumers: tuple[str, ...] = ()
 
 
 async def list_entries(target: Target, selection: Selection) -> list[Entry]:
@@ -87,7 +88,12 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
         )
     dead = await _read(target, selection)
     async with failure_store(target.database_url) as store:
-        todo = plan(await _join(store, dead, selection, target), decision.action, decision.force)
+        todo = plan(
+            await _join(store, dead, selection, target),
+            decision.action,
+            decision.force,
+            decision.for_consumers,
+        )
         _explain(todo, decision, target, out)
         if todo.act and not decision.execute:
             out.print(
@@ -158,16 +164,19 @@ def _explain(todo: Plan, decision: Decision, target: Target, out: Console) -> No
     for entry in todo.older_copies:
         out.print(f"left alone {entry.dead.position}: an older copy of a record selected too")
     for entry in todo.refused:
-        out.print(
-            f"refused {entry.dead.position}: poison ({entry.dead.reason}) has no consumer "
-            "to skip it for; replay it once a deployment can read it"
-        )
+        dead = entry.dead
+        if dead.has_envelope:
+            why = "is no consumer's; name each consumer to skip it for with --for-consumer"
+        else:
+            why = "has no readable envelope, no version to take; replay it once a deployment "
+            why += "can read it"
+        out.print(f"refused {dead.position}: poison ({dead.reason}) {why}")
 
 
 def _reporter(action: Action, out: Console) -> Report:
     def report(entry: Entry, sent: tuple[int, int] | None, error: str | None) -> None:
         dead = entry.dead
-        who = f"{dead.event_id or 'poison'} for {dead.consumer or 'every consumer'}"
+        who = f"{dead.event_id or 'poison'} for {entry.consumer or 'every consumer'}"
         if sent is None:
             out.print(f"[red]error[/] {dead.position} ({who}): {error}")
         else:

@@ -107,6 +107,11 @@ class DeadLetter:
         return self.consumer is None
 
     @property
+    def has_envelope(self) -> bool:
+        """The envelope could be read (eventId, aggregate): a consumer can take its version."""
+        return bool(self.event_id and self.aggregate_type and self.aggregate_id)
+
+    @property
     def failure_key(self) -> FailureKey | None:
         """The ``failed_event`` row this record belongs to (None: provenance headers missing)."""
         topic, partition, offset = (

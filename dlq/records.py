@@ -109,17 +109,19 @@ def _stacktrace(exc: BaseException) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
-def replay_record(dead: RawRecord, skip: bool = False) -> OutRecord:
+def replay_record(dead: RawRecord, skip: bool = False, consumer: str | None = None) -> OutRecord:
     """What the DLQ command publishes to bring a dead record back (or to skip it).
 
     It goes to the record's original topic, so it lands on its aggregate's
-    partition, and names the consumer that failed it: only that consumer runs
-    it (the others applied it long ago). Attempts start afresh; the replay
-    count goes up by one. A skip carries ``retry-action: skip``: the consumer
-    takes the event's version without running its handlers.
+    partition, and names the consumer that failed it (or ``consumer``, whom an
+    operator skips poison for): only that consumer runs it (the others applied
+    it long ago). Attempts start afresh; the replay count goes up by one. A skip
+    carries ``retry-action: skip``: the consumer takes the event's version
+    without running its handlers (its payload need not validate).
     """
     trip = Trip.of(dead)
-    consumer = dead.header(h.DLT_CONSUMER_GROUP)
+    named = dead.header(h.DLT_CONSUMER_GROUP)
+    consumer = consumer or (named.decode() if named else None)
     replayed = Trip.start(
         trip.original_topic,
         trip.original_partition,
@@ -129,7 +131,7 @@ def replay_record(dead: RawRecord, skip: bool = False) -> OutRecord:
     )
     ours = _provenance(replayed)
     if consumer:
-        ours.append((h.RETRY_CONSUMER_GROUP, consumer.decode()))
+        ours.append((h.RETRY_CONSUMER_GROUP, consumer))
     if skip:
         ours.append((h.RETRY_ACTION, "skip"))
     return OutRecord(

@@ -78,15 +78,22 @@ class Selection:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A selected dead-letter record with what the database says about it."""
+    """A selected dead-letter record with what the database says about it; ``target``: the
+    consumer a skip of poison is for (poison is no consumer's until an operator names one)."""
 
     dead: DeadLetter
     state: FailureState
+    target: str | None = None
 
     @property
     def status(self) -> str:
         """``failed_event.status``, or ``unknown`` when the database has no row."""
         return self.state.status
+
+    @property
+    def consumer(self) -> str | None:
+        """The consumer a replay or skip of this record is for."""
+        return self.target or self.dead.consumer
 
 
 def prefilter(records: Iterable[DeadLetter], selection: Selection) -> list[DeadLetter]:

@@ -14,7 +14,22 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from app.db.timeouts import (
+    DEFAULT_TIMEOUTS,
+    DbTimeouts,
+    connect_args,
+    mysql_statement_timeouts,
+    postgresql_statement_timeout,
+)
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# The driver prepares each statement once per connection, and after five runs the server
+# may switch it to a generic plan, chosen from the table sizes of that moment and kept for
+# the connection's life. A plan chosen while a table was nearly empty (a new deployment,
+# the first minutes of a new consumer) can scan it in full, and a dedup lookup then took
+# seconds per batch once the table had grown to 60k rows. A custom plan per run costs a
+# little planning and always sees the table it reads. (A server without the setting,
+# before PostgreSQL 12 or some compatible databases, gets a warning and serves as it is.)
 CUSTOM_PLANS = "SET plan_cache_mode = force_custom_plan"
 
 log = logging.getLogger("effectively_once.db")
@@ -25,12 +40,16 @@ def dialect_name(url: str) -> str:
     return make_url(url).get_backend_name()
 
 
-def create_engine(url: str, pool_size: int = 5) -> AsyncEngine:
+def create_engine(
+    url: str, pool_size: int = 5, timeouts: DbTimeouts = DEFAULT_TIMEOUTS
+) -> AsyncEngine:
     """An async engine for ``url``.
 
     PostgreSQL and MySQL run at READ COMMITTED so that a statement issued after
     a row lock was granted sees what the lock holder before us committed.
-    PostgreSQL plans every statement for its parameters (see ``_postgresql_connect``).
+    Every connection is bounded by ``timeouts`` (see ``timeouts``): a connection
+    that stops answering is dropped, not waited on.
+    PostgreSQL plans every statement for its parameters (see ``_postgresql_session``).
     SQLite runs in WAL mode with a busy timeout so that several worker
     processes can share one file.
     """
@@ -44,35 +63,58 @@ def create_engine(url: str, pool_size: int = 5) -> AsyncEngine:
             max_overflow=pool_size,
             pool_recycle=1800,
             isolation_level="READ COMMITTED",
+            connect_args=connect_args(backend, timeouts),
         )
     engine = create_async_engine(url, **options)
     if backend == "postgresql":
-        event.listen(engine.sync_engine, "connect", _postgresql_connect)
+        event.listen(engine.sync_engine, "connect", _postgresql_session(timeouts))
+    if backend == "mysql":
+        event.listen(engine.sync_engine, "connect", _mysql_session(timeouts))
     if backend == "sqlite":
         event.listen(engine.sync_engine, "connect", _sqlite_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
     return engine
 
 
-def _postgresql_connect(dbapi_connection: Any, _record: Any) -> None:
-    # The driver prepares each statement once per connection, and after five runs the
-    # server may switch it to a generic plan, chosen from the table sizes of that moment
-    # and kept for the connection's life. A plan chosen while a table was nearly empty
-    # (a new deployment, the first minutes of a new consumer) can scan it in full, and
-    # a dedup lookup then took seconds per batch once the table had grown to 60k rows.
-    # A custom plan per run costs a little planning and always sees the table it reads.
-    # A server without the setting (before PostgreSQL 12, some compatible databases)
-    # still serves: a warning, and the connection is used as it is.
+def _postgresql_session(timeouts: DbTimeouts) -> Any:
+    statements = [postgresql_statement_timeout(timeouts), CUSTOM_PLANS]
+
+    def connect(dbapi_connection: Any, _record: Any) -> None:
+        for statement in filter(None, statements):
+            _set(dbapi_connection, statement)
+
+    return connect
+
+
+def _mysql_session(timeouts: DbTimeouts) -> Any:
+    # MariaDB's variable first; MySQL knows only its own (for reads), MariaDB only its own.
+    candidates = mysql_statement_timeouts(timeouts)
+
+    def connect(dbapi_connection: Any, _record: Any) -> None:
+        for statement in candidates:
+            if _set(dbapi_connection, statement, warn=statement is candidates[-1]):
+                return
+
+    return connect
+
+
+def _set(dbapi_connection: Any, statement: str, warn: bool = True) -> bool:
+    """Run one session ``SET``; True if the server took it.
+
+    A server that refuses it (a version without the setting, a compatible database)
+    still serves: a warning, and the connection is used as it is.
+    """
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute(CUSTOM_PLANS)
+        cursor.execute(statement)
     except Exception as exc:  # the driver's own error class; the connection is still fine
         dbapi_connection.rollback()
-        log.warning(
-            "the database refused %r (%s); statements use its plan cache", CUSTOM_PLANS, exc
-        )
+        if warn:
+            log.warning("the database refused %r (%s); connections go without it", statement, exc)
+        return False
     else:
         dbapi_connection.commit()  # the driver ran it in a transaction: a rollback undoes it
+        return True
     finally:
         cursor.close()
 

@@ -16,7 +16,8 @@ history, the others wait for the lock and then find nothing left to do.
   second process waits (busy timeout) until the first one commits.
 
 Command line: ``python -m app.db.migrate`` upgrades ``DATABASE_URL`` for
-``HANDLER_MODULES``.
+``HANDLER_MODULES``; ``--new-identity`` then renews the database's identity
+(``app.db.identity``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 import zlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import NoReturn
 from weakref import WeakKeyDictionary
 
 from alembic import command
@@ -36,7 +38,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.db.engine import create_engine
 from app.db.histories import FRAMEWORK, History, histories
 from app.db.histories import VERSION_TABLE as VERSION_TABLE
-from app.db.urls import normalise_database_url
+from app.db.timeouts import MIGRATION_TIMEOUTS
+from app.db.urls import normalise_database_url, shown
 from app.errors import ConfigurationError
 
 MIGRATIONS_DIR = FRAMEWORK.versions.parent
@@ -75,7 +78,9 @@ async def upgrade_to_head(database_url: str, handler_modules: Sequence[str] = ()
 
 async def upgrade(database_url: str, chain: Sequence[History]) -> None:
     """Bring each history of ``chain`` to its heads, in order, under one migration lock."""
-    engine = create_engine(normalise_database_url(database_url), pool_size=1)
+    engine = create_engine(
+        normalise_database_url(database_url), pool_size=1, timeouts=MIGRATION_TIMEOUTS
+    )
     try:
         async with (
             _alembic_lock(),
@@ -143,16 +148,51 @@ async def migration_lock(connection: AsyncConnection) -> AsyncIterator[None]:
         raise ValueError(f"unsupported database dialect {backend!r}")
 
 
-def main() -> None:
-    """Upgrade the database named by the settings (``DATABASE_URL``, ``HANDLER_MODULES``)."""
-    from app.settings import get_settings
+def main(argv: list[str] | None = None) -> None:
+    """Upgrade the database named by the settings (``DATABASE_URL``, ``HANDLER_MODULES``);
+    with ``--new-identity``, then give it a new identity (after restoring it from a backup:
+    the Redis prefilter's keys of the old one are never read again). A mistake in the
+    settings or a database that cannot be reached is one line on stderr and exit code 2."""
+    import argparse
 
-    settings = get_settings()
+    from pydantic import ValidationError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from app.settings import Settings, describe
+
+    parser = argparse.ArgumentParser(prog="python -m app.db.migrate", description=main.__doc__)
+    parser.add_argument("--new-identity", action="store_true", help="renew the database's id")
+    options = parser.parse_args(argv)
     try:
-        upgrade_to_head_sync(settings.database_url, settings.handler_module_names)
+        settings = Settings()
+    except ValidationError as exc:
+        _exit(f"invalid settings: {'; '.join(describe(exc))}")
+    url = settings.database_url
+    try:
+        upgrade_to_head_sync(url, settings.handler_module_names)
+        if options.new_identity:
+            print(f"{shown(url)}: new identity {asyncio.run(_renew(url))}")
     except ConfigurationError as exc:
         print(f"effectively-once: configuration error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except (SQLAlchemyError, OSError) as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        _exit(f"cannot migrate {shown(url)}: {reason[0] if reason else type(exc).__name__}")
+
+
+async def _renew(url: str) -> str:
+    from app.db.identity import renew_identity
+
+    engine = create_engine(url, pool_size=1)
+    try:
+        return await renew_identity(engine)
+    finally:
+        await engine.dispose()
+
+
+def _exit(message: str) -> NoReturn:
+    print(f"effectively-once migrate: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 if __name__ == "__main__":

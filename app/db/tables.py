@@ -13,6 +13,12 @@ Invariants:
   ``status``: ``retrying`` (in a retry tier), ``dead`` (in the DLT),
   ``replayed`` / ``skip-requested`` (an operator acted), ``resolved`` (a later
   attempt applied it) or ``skipped`` (its consumer moved on without it).
+- ``database_identity`` holds one random id, written when the tables are created:
+  what the Redis prefilter's keys are namespaced by, so that they never speak
+  for another database (a fresh one, or one restored and given a new id).
+- Ids and types compare byte for byte on every database: on MySQL and MariaDB
+  their columns use the binary collation (``binary_id``), where the default one
+  would make ``ORDER-A``, ``order-a`` and ``órder-a`` one aggregate.
 """
 
 from __future__ import annotations
@@ -29,6 +35,11 @@ from sqlalchemy import (
     Table,
     Text,
 )
+from sqlalchemy.dialects import mysql
+from sqlalchemy.types import TypeEngine
+
+# The collation of every id and type column on MySQL and MariaDB (see the migration 0004).
+BINARY_COLLATION = "utf8mb4_bin"
 
 metadata = MetaData()
 
@@ -39,15 +50,22 @@ AGG_ID = 128
 EVENT_TYPE = 100
 TOPIC = 249
 
+
+def binary_id(length: int) -> TypeEngine[str]:
+    """A string id compared as bytes; MySQL's and MariaDB's default collations ignore case."""
+    binary = mysql.VARCHAR(length, charset="utf8mb4", collation=BINARY_COLLATION)
+    return String(length).with_variant(binary, "mysql", "mariadb")
+
+
 consumed_event = Table(
     "consumed_event",
     metadata,
     # The selective column leads every key (see the first migration).
-    Column("event_id", String(EVENT_ID), primary_key=True),
-    Column("consumer_group", String(CONSUMER), primary_key=True),
-    Column("event_type", String(EVENT_TYPE), nullable=False),
-    Column("aggregate_type", String(AGG_TYPE), nullable=False),
-    Column("aggregate_id", String(AGG_ID), nullable=False),
+    Column("event_id", binary_id(EVENT_ID), primary_key=True),
+    Column("consumer_group", binary_id(CONSUMER), primary_key=True),
+    Column("event_type", binary_id(EVENT_TYPE), nullable=False),
+    Column("aggregate_type", binary_id(AGG_TYPE), nullable=False),
+    Column("aggregate_id", binary_id(AGG_ID), nullable=False),
     Column("aggregate_version", Integer, nullable=True),
     Column("applied_at", DateTime(timezone=True), nullable=False),
 )
@@ -55,9 +73,9 @@ consumed_event = Table(
 aggregate_version = Table(
     "aggregate_version",
     metadata,
-    Column("aggregate_id", String(AGG_ID), primary_key=True),
-    Column("aggregate_type", String(AGG_TYPE), primary_key=True),
-    Column("consumer_group", String(CONSUMER), primary_key=True),
+    Column("aggregate_id", binary_id(AGG_ID), primary_key=True),
+    Column("aggregate_type", binary_id(AGG_TYPE), primary_key=True),
+    Column("consumer_group", binary_id(CONSUMER), primary_key=True),
     Column("last_version", Integer, nullable=True),
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
@@ -65,13 +83,13 @@ aggregate_version = Table(
 parked_event = Table(
     "parked_event",
     metadata,
-    Column("event_id", String(EVENT_ID), primary_key=True),
-    Column("consumer_group", String(CONSUMER), primary_key=True),
-    Column("aggregate_type", String(AGG_TYPE), nullable=False),
-    Column("aggregate_id", String(AGG_ID), nullable=False),
+    Column("event_id", binary_id(EVENT_ID), primary_key=True),
+    Column("consumer_group", binary_id(CONSUMER), primary_key=True),
+    Column("aggregate_type", binary_id(AGG_TYPE), nullable=False),
+    Column("aggregate_id", binary_id(AGG_ID), nullable=False),
     Column("aggregate_version", Integer, nullable=False),
-    Column("event_type", String(EVENT_TYPE), nullable=False),
-    Column("topic", String(TOPIC), nullable=False),
+    Column("event_type", binary_id(EVENT_TYPE), nullable=False),
+    Column("topic", binary_id(TOPIC), nullable=False),
     Column("partition", Integer, nullable=False),
     Column("offset", BigInteger, nullable=False),
     Column("record_key", LargeBinary, nullable=True),
@@ -84,14 +102,14 @@ parked_event = Table(
 failed_event = Table(
     "failed_event",
     metadata,
-    Column("consumer_group", String(CONSUMER), primary_key=True),
-    Column("topic", String(TOPIC), primary_key=True),
+    Column("consumer_group", binary_id(CONSUMER), primary_key=True),
+    Column("topic", binary_id(TOPIC), primary_key=True),
     Column("partition", Integer, primary_key=True),
     Column("offset", BigInteger, primary_key=True),
-    Column("event_id", String(EVENT_ID), nullable=True),
-    Column("event_type", String(EVENT_TYPE), nullable=True),
-    Column("aggregate_type", String(AGG_TYPE), nullable=True),
-    Column("aggregate_id", String(AGG_ID), nullable=True),
+    Column("event_id", binary_id(EVENT_ID), nullable=True),
+    Column("event_type", binary_id(EVENT_TYPE), nullable=True),
+    Column("aggregate_type", binary_id(AGG_TYPE), nullable=True),
+    Column("aggregate_id", binary_id(AGG_ID), nullable=True),
     Column("aggregate_version", Integer, nullable=True),
     Column("reason", String(40), nullable=False),
     Column("exception_type", String(200), nullable=False),
@@ -106,4 +124,11 @@ failed_event = Table(
     Column("decided_by", String(200), nullable=True),
     Column("decision_note", Text, nullable=True),
     Index("ix_failed_event_event_id", "event_id"),
+)
+
+database_identity = Table(
+    "database_identity",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
 )

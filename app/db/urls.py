@@ -1,6 +1,13 @@
-"""Turn the database URLs hosting platforms hand out into async SQLAlchemy URLs."""
+"""Turn the database URLs hosting platforms hand out into async SQLAlchemy URLs.
+
+A URL may hold a password, so no message here quotes it: a mistake is named
+by what is wrong (the scheme, the port), and ``shown`` masks the password of
+a URL that is printed (where the database could not be reached, say).
+"""
 
 from __future__ import annotations
+
+from sqlalchemy.engine import make_url
 
 _ASYNC_DRIVERS = {
     "postgres": "postgresql+asyncpg",
@@ -9,19 +16,52 @@ _ASYNC_DRIVERS = {
     "mariadb": "mysql+aiomysql",
     "sqlite": "sqlite+aiosqlite",
 }
+_NOT_SHOWN = "(the value is not shown: it may hold a password)"
 
 
 def normalise_database_url(url: str) -> str:
     """Pick the async driver for a plain ``postgres://``, ``mysql://`` or ``sqlite://`` URL.
 
     A URL that already names a driver (``postgresql+asyncpg://``) is kept as it is.
+    Raises ``ValueError`` for anything that is not a usable URL, without quoting it.
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
-        raise ValueError(f"not a database URL (expected scheme://...): {url!r}")
+        raise ValueError(
+            f"not a database URL: no scheme, expected postgresql://, mysql:// or sqlite:// "
+            f"{_NOT_SHOWN}"
+        )
     if "+" in scheme:
-        return url
-    driver = _ASYNC_DRIVERS.get(scheme.lower())
-    if driver is None:
-        raise ValueError(f"unsupported database scheme {scheme!r}; use postgresql, mysql or sqlite")
-    return f"{driver}://{rest}"
+        normalised = url
+    else:
+        driver = _ASYNC_DRIVERS.get(scheme.lower())
+        if driver is None:
+            raise ValueError(
+                f"unsupported database scheme {scheme!r}; use postgresql, mysql or sqlite"
+            )
+        normalised = f"{driver}://{rest}"
+    check_parts(normalised)
+    return normalised
+
+
+def check_parts(url: str) -> None:
+    """``ValueError`` (naming the part, not the value) unless ``url`` parses into a host and
+    a port a driver can connect to."""
+    try:
+        parsed = make_url(url)
+    except ValueError:
+        raise ValueError(f"the port of the database URL is not a number {_NOT_SHOWN}") from None
+    except Exception:  # SQLAlchemy's ArgumentError: no shape it reads
+        raise ValueError(f"the database URL cannot be parsed {_NOT_SHOWN}") from None
+    if parsed.port is not None and not 0 < parsed.port < 65_536:
+        raise ValueError("the port of the database URL is not between 1 and 65535")
+    if parsed.host is not None and any(c.isspace() for c in parsed.host):
+        raise ValueError(f"the host of the database URL contains a space {_NOT_SHOWN}")
+
+
+def shown(url: str) -> str:
+    """``url`` as it may be printed: the password masked (``***``)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "(a database URL that cannot be parsed)"

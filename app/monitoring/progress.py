@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Protocol
 
 from app import metrics
@@ -45,13 +46,21 @@ class PartitionSource(Protocol):
 
 
 class Progress:
-    """Batches in flight and the next offset to process per partition."""
+    """Batches in flight, the next offset to process per partition, and when a batch last
+    completed (``/ready`` fails when none has for too long while records wait)."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._clock = clock
+        self._monotonic = monotonic
         self._next: dict[TopicPartition, int] = {}
         self._in_flight: dict[int, float] = {}  # batch token -> when its oldest record was due (s)
         self._tokens = 0
+        self._last_done = monotonic()  # the start counts: nothing was due before it
+        self._waiting: dict[str, int] = {}  # topic -> batches waiting for their due time
 
     async def run(
         self,
@@ -71,6 +80,7 @@ class Progress:
                 outcomes = await process(records)
         finally:
             self._in_flight.pop(token, None)
+        self._last_done = self._monotonic()
         # A partition's records come in offset order: its last one in the batch is its newest.
         newest = {(record.topic, record.partition): record.offset for record in records}
         for tp, offset in newest.items():
@@ -92,6 +102,26 @@ class Progress:
             if at is not None:
                 due.append(at)
         return min(due) if due else self._clock()
+
+    @contextmanager
+    def waiting_until_due(self, topic: str) -> Iterator[None]:
+        """A batch of ``topic`` waits for its retry records' due time: a wait intended, not
+        a stall, so ``topic``'s lag does not count as records waiting meanwhile."""
+        self._waiting[topic] = self._waiting.get(topic, 0) + 1
+        try:
+            yield
+        finally:
+            self._waiting[topic] -= 1
+
+    def since_last_batch(self) -> float:
+        """Seconds since a batch last completed (or since the start, before the first)."""
+        return self._monotonic() - self._last_done
+
+    def records_waiting(self, lag: dict[TopicPartition, int]) -> int:
+        """Records behind in ``lag``, but for topics whose batch waits for a due time."""
+        return sum(
+            behind for (topic, _), behind in lag.items() if not self._waiting.get(topic)
+        )
 
     def oldest_unprocessed_age(self) -> float:
         """Seconds since the oldest record in flight was produced (0: nothing in flight)."""

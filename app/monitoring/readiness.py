@@ -1,8 +1,10 @@
 """``/ready``: may this worker be sent traffic? Each check answers within a second or fails.
 
 Ready means: the database answers ``SELECT 1``, a broker accepts a connection,
-and the consumer has partitions assigned (a worker beyond the partition count,
-or one in the middle of a rebalance, is alive but not ready).
+the consumer has partitions assigned (a worker beyond the partition count,
+or one in the middle of a rebalance, is alive but not ready), and batches
+complete: a worker that has completed none for ``READY_STALL_SECONDS`` while
+records wait is stuck (a connection that hangs, a pause that lasts), not ready.
 """
 
 from __future__ import annotations
@@ -89,6 +91,18 @@ def partitions(assigned: int | None) -> Check:
     if assigned == 0:
         return Check("partitions", False, "no partitions assigned")
     return Check("partitions", True, f"{assigned} assigned")
+
+
+def progress(waiting: int | None, idle: float, limit: float) -> Check:
+    """Batches complete: not ``idle`` for more than ``limit`` seconds while ``waiting`` records
+    wait (``None``: lag unknown, nothing to judge by)."""
+    if waiting is None:
+        return Check("progress", True, "lag unknown")
+    if waiting and idle > limit:
+        return Check(
+            "progress", False, f"no batch completed for {idle:.0f}s while {waiting} record(s) wait"
+        )
+    return Check("progress", True, f"last batch {idle:.0f}s ago, {waiting} record(s) waiting")
 
 
 def _describe(exc: BaseException) -> str:

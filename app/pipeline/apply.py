@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.context import HandlerContext
 from app.errors import InfrastructureError, PermanentError
-from app.pipeline.classify import is_infrastructure
+from app.pipeline.classify import Fault, fault_of
 from app.pipeline.decode import Decoded
 from app.registry import HandlerSpec
 
@@ -20,10 +22,15 @@ class Mode(StrEnum):
     handlers get many events per call). Any handler failure aborts the attempt,
     which is then run again in ``ISOLATED`` mode. ``ISOLATED``: each event runs in a
     savepoint, so one failing event rolls back only its own effects.
+    ``ESCALATED``: as ``ISOLATED``, and a statement the database cancels in a
+    handler (its statement timeout, say) fails that event instead of pausing the
+    batch: the processor runs a batch so after the same cancellation kept
+    pausing it.
     """
 
     FAST = "fast"
     ISOLATED = "isolated"
+    ESCALATED = "escalated"
 
 
 class HandlerFailed(Exception):
@@ -43,25 +50,44 @@ class HandlerFailed(Exception):
 
 
 async def run_handlers(
-    handlers: list[HandlerSpec], items: Sequence[Decoded], ctx: HandlerContext
+    handlers: list[HandlerSpec],
+    items: Sequence[Decoded],
+    ctx: HandlerContext,
+    blame_statements: bool = False,
 ) -> None:
     """Run ``handlers`` on ``items`` (events of one type, distinct aggregates), in order.
 
     A batch handler gets the whole list in one call, any other one event per call.
+    ORM changes a call left are flushed right after it, inside its boundary.
     Raises ``InfrastructureError`` when a dependency failed (the batch pauses)
-    and ``HandlerFailed`` when a handler failed.
+    and ``HandlerFailed`` when a handler failed; with ``blame_statements``, a
+    statement the database cancelled counts as the handler's failure.
     """
+    session = ctx.session
     for spec in handlers:
         try:
             if spec.batch:
                 await spec.fn([item.event for item in items], ctx)
+                if _pending(session):
+                    await session.flush()
             else:
                 for item in items:
                     await spec.fn(item.event, ctx)
+                    if _pending(session):
+                        await session.flush()
         except Exception as exc:
-            if is_infrastructure(exc):
-                raise InfrastructureError(f"{spec.name}: {exc}") from exc
-            raise HandlerFailed(spec, exc) from exc
+            fault = fault_of(exc)
+            if fault is Fault.EVENT or (blame_statements and fault is Fault.STATEMENT):
+                raise HandlerFailed(spec, exc) from exc
+            raise InfrastructureError(f"{spec.name}: {exc}") from exc
+
+
+def _pending(session: AsyncSession) -> bool:
+    """Whether a handler left ORM changes unflushed (``session.add`` and the like). They are
+    flushed inside the handler's boundary, so that a row the database refuses fails the
+    handler call, not the framework's next statement or the commit. Handlers that write
+    with Core statements (the example consumers) leave none, and pay three set checks."""
+    return bool(session.new or session.dirty or session.deleted)
 
 
 async def apply_waves(
@@ -100,12 +126,14 @@ def waves(plan: Sequence[Decoded]) -> list[list[Decoded]]:
     return result
 
 
-async def apply_isolated(handlers: list[HandlerSpec], item: Decoded, ctx: HandlerContext) -> None:
+async def apply_isolated(
+    handlers: list[HandlerSpec], item: Decoded, ctx: HandlerContext, mode: Mode = Mode.ISOLATED
+) -> None:
     """Like ``run_handlers``, inside a savepoint that is rolled back if a handler fails."""
     mark = len(ctx._after_commit)
     savepoint = await ctx.session.begin_nested()
     try:
-        await run_handlers(handlers, [item], ctx)
+        await run_handlers(handlers, [item], ctx, blame_statements=mode is Mode.ESCALATED)
     except HandlerFailed:
         await savepoint.rollback()
         del ctx._after_commit[mark:]

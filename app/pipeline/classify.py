@@ -1,59 +1,173 @@
-"""Which exceptions are the infrastructure's fault rather than the event's.
+"""Whose fault a failure is: a dependency's (pause and retry in place) or the event's (route it).
 
-An infrastructure failure pauses the batch and retries it in place: it is
-never dead-lettered and its offsets never move. Everything else a handler
-raises is the event's failure.
+``fault_of`` sorts every exception into one of four kinds:
+
+- ``CONNECTION``: a dependency is unreachable, lost the connection, is out of
+  resources or shutting down, or did not answer within the worker's own
+  deadline (the connection is dropped). Never the event's fault: pause, retry
+  in place, for as long as it takes.
+- ``CONFLICT``: the transaction lost a race (serialization failure, deadlock,
+  lock timeout): run it again.
+- ``STATEMENT``: the server cancelled one statement (its statement timeout,
+  an operator's cancel). Paused like the others; a step that keeps meeting the
+  same one is escalated by the processor (its events isolated, the one whose
+  handler meets it routed), because a retry may never get past it.
+- ``EVENT``: everything else, a constraint the data breaks (a CHECK, a
+  trigger's SIGNAL, a value out of range, a unique key) or a bug.
+
+Database errors are sorted by their code (PostgreSQL's SQLSTATE, MySQL's and
+MariaDB's error number, SQLite's result code), not by the driver's exception
+class: pymysql raises ``OperationalError`` for every server error it has no
+class for, CHECK violations and trigger SIGNALs included.
 """
 
 from __future__ import annotations
 
 import asyncio
+from enum import StrEnum
 
 from sqlalchemy import exc as sa_exc
 
 from app.errors import InfrastructureError
 
-# SQLSTATE / MySQL error codes meaning "this transaction lost a race; run it again".
-_PG_RETRY_STATES = {"40001", "40P01", "55P03"}
-# SQLSTATE classes and codes meaning "the server is not there for us right now":
-# connection exceptions, insufficient resources, operator intervention (shutdown,
-# cannot connect now), system errors, a database that does not exist (yet) or that
-# does not accept connections now (55000, e.g. ALLOW_CONNECTIONS false).
-_PG_DOWN_CLASSES = ("08", "53", "57", "58")
-_PG_DOWN_STATES = {"3D000", "55000"}
-_MYSQL_RETRY_CODES = {1205, 1213}
+
+class Fault(StrEnum):
+    """Whose fault a failure is, and so what the pipeline does about it."""
+
+    CONNECTION = "connection"
+    CONFLICT = "conflict"
+    STATEMENT = "statement"
+    EVENT = "event"
+
+
+# PostgreSQL SQLSTATEs.
+_PG_CONFLICT = {"40001", "40P01", "55P03"}
+_PG_STATEMENT = {"57014"}  # query_canceled: statement_timeout or pg_cancel_backend
+# Classes: connection exception, insufficient resources, operator intervention (shutdown,
+# cannot connect now, the database dropped, idle session timeout), system error; and a
+# database that does not exist (yet), or does not accept connections now (55000), and a
+# session ended for idling in a transaction (25P03).
+_PG_CONNECTION_CLASSES = ("08", "53", "57", "58")
+_PG_CONNECTION = {"3D000", "55000", "25P03"}
+
+# MySQL / MariaDB error numbers (client errors, 2000-2999, are all about the connection).
+_MYSQL_CONFLICT = {1205, 1213, 1020}
+_MYSQL_STATEMENT = {1317, 1969, 3024}  # interrupted; max_statement_time; max_execution_time
+_MYSQL_CONNECTION = {
+    1021, 1030, 1037, 1038, 1040, 1041, 1042, 1043, 1044, 1045, 1049, 1053, 1114, 1129, 1130,
+    1135, 1152, 1158, 1159, 1160, 1161, 1184, 1203, 1226, 1290, 1792, 1836, 1927, 4031,
+}  # fmt: skip
+
+# SQLite primary result codes.
+_SQLITE_CONFLICT = {5, 6}  # BUSY, LOCKED
+_SQLITE_STATEMENT = {9}  # INTERRUPT
+_SQLITE_CONNECTION = {7, 8, 10, 13, 14, 15}  # NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL
+
+
+_DRIVERS = ("asyncpg", "aiomysql", "pymysql", "sqlite3", "aiosqlite", "psycopg")
 
 
 def is_infrastructure(exc: BaseException) -> bool:
-    """True when ``exc`` says a dependency is down or a transaction conflicted."""
-    if isinstance(exc, InfrastructureError | OSError | asyncio.TimeoutError | TimeoutError):
-        return True
-    if isinstance(exc, sa_exc.DisconnectionError | sa_exc.TimeoutError):
-        return True
+    """True when ``exc`` is not the event's fault (see ``fault_of``)."""
+    return fault_of(exc) is not Fault.EVENT
+
+
+def fault_of(exc: BaseException) -> Fault:
+    """Sort ``exc`` into ``CONNECTION``, ``CONFLICT``, ``STATEMENT`` or ``EVENT``."""
+    if isinstance(exc, InfrastructureError):
+        cause = exc.__cause__
+        found = fault_of(cause) if cause is not None else Fault.EVENT
+        return Fault.CONNECTION if found is Fault.EVENT else found
     if isinstance(exc, sa_exc.DBAPIError):
         if exc.connection_invalidated:
-            return True
+            return Fault.CONNECTION
+        by_code = _by_code(exc.orig)
+        if by_code is not None:
+            return by_code
         if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError):
-            return True
-        return _is_conflict(exc)
+            return Fault.CONNECTION  # no code to tell: what these classes mostly mean
+        return Fault.EVENT
+    if isinstance(exc, OSError | asyncio.TimeoutError | TimeoutError):
+        return Fault.CONNECTION
+    if isinstance(exc, sa_exc.DisconnectionError | sa_exc.TimeoutError):
+        return Fault.CONNECTION
     module = type(exc).__module__
+    if module.startswith(_DRIVERS):  # a driver's own error, raised outside SQLAlchemy
+        by_code = _by_code(exc)
+        if by_code is not None:
+            return by_code
     if module.startswith(("aiokafka", "kafka")):
         # The broker refused or did not answer (not leader, timeout, connection): never the
         # event's fault; a publish that failed this way is retried, never given up.
-        return True
+        return Fault.CONNECTION
     if module.startswith("redis") and type(exc).__name__ in {"ConnectionError", "TimeoutError"}:
-        return True
-    return (
-        module.startswith(("asyncpg", "aiomysql", "pymysql")) and "Connection" in type(exc).__name__
-    )
+        return Fault.CONNECTION
+    if module.startswith(("asyncpg", "aiomysql", "pymysql")) and "Connection" in type(exc).__name__:
+        return Fault.CONNECTION
+    return Fault.EVENT
 
 
-def _is_conflict(exc: sa_exc.DBAPIError) -> bool:
-    orig = exc.orig
+# A unique key already taken: PostgreSQL 23505, MySQL/MariaDB 1062 (and 1586), SQLite's
+# SQLITE_CONSTRAINT_PRIMARYKEY and SQLITE_CONSTRAINT_UNIQUE.
+_UNIQUE = {"23505", 1062, 1586, 1555, 2067}
+
+
+def is_unique_violation(exc: sa_exc.IntegrityError) -> bool:
+    """True when ``exc`` says a row with the same unique key exists."""
+    return _code(exc.orig) in _UNIQUE
+
+
+def signature(exc: BaseException) -> tuple[str, str]:
+    """What makes two failures "the same": the kind of fault and the error's code (or class)."""
+    root = exc.__cause__ if isinstance(exc, InfrastructureError) and exc.__cause__ else exc
+    orig = root.orig if isinstance(root, sa_exc.DBAPIError) else root
+    code = _code(orig)
+    return (fault_of(exc).value, str(code) if code is not None else type(orig).__qualname__)
+
+
+def _by_code(orig: BaseException | None) -> Fault | None:
+    """The kind of a driver error by its code; None when it carries no code we read."""
+    code = _code(orig)
+    if isinstance(code, str):
+        if code in _PG_CONFLICT:
+            return Fault.CONFLICT
+        if code in _PG_STATEMENT:
+            return Fault.STATEMENT
+        if code in _PG_CONNECTION or code.startswith(_PG_CONNECTION_CLASSES):
+            return Fault.CONNECTION
+        return Fault.EVENT
+    if code is None:
+        return None
+    if getattr(orig, "sqlite_errorcode", None) is not None:
+        primary = code & 0xFF
+        for codes, fault in (
+            (_SQLITE_CONFLICT, Fault.CONFLICT),
+            (_SQLITE_STATEMENT, Fault.STATEMENT),
+            (_SQLITE_CONNECTION, Fault.CONNECTION),
+        ):
+            if primary in codes:
+                return fault
+        return Fault.EVENT
+    if code in _MYSQL_CONFLICT:
+        return Fault.CONFLICT
+    if code in _MYSQL_STATEMENT:
+        return Fault.STATEMENT
+    if code in _MYSQL_CONNECTION or 2000 <= code < 3000:
+        return Fault.CONNECTION
+    return Fault.EVENT
+
+
+def _code(orig: BaseException | None) -> str | int | None:
+    """PostgreSQL's SQLSTATE (text), SQLite's result code or MySQL's error number (ints)."""
+    if orig is None:
+        return None
     state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    if state in _PG_RETRY_STATES or state in _PG_DOWN_STATES:
-        return True
-    if isinstance(state, str) and state.startswith(_PG_DOWN_CLASSES):
-        return True
-    args: tuple[object, ...] = tuple(getattr(orig, "args", ()))
-    return bool(args) and args[0] in _MYSQL_RETRY_CODES
+    if isinstance(state, str) and state:
+        return state
+    sqlite = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(sqlite, int):
+        return sqlite
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], int) and not isinstance(args[0], bool):
+        return args[0]
+    return None

@@ -152,7 +152,7 @@ class ConsumerBatch:
                 self._plan.append(item)
         elif handlers:
             try:
-                await apply_isolated(handlers, item, self.ctx)
+                await apply_isolated(handlers, item, self.ctx, self.mode)
             except HandlerFailed as failed:
                 routed = self.router.handler_failure(item, self.consumer, failed)
                 self._changes.failed.append(routed.row)

@@ -133,10 +133,15 @@ def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Po
     ``payloads``: the eventTypes whose payload to validate against its model (``None``:
     all). An event of any other type is one no handler here reads: its envelope is
     checked, its ``data`` is left as it came, and it advances versions like any event.
+    So is an operator's skip of a record whose payload fails (``dlq skip``).
     """
     record, raw, trip = item.record, item.raw, item.trip
 
-    def poison(error: PoisonError, envelope: RawEnvelope | None = None) -> Poison:
+    def poison(error: PoisonError, envelope: RawEnvelope | None = None) -> Decoded | Poison:
+        if envelope is not None and trip.skip and trip.consumer is not None:
+            # An operator skips it for that consumer, which takes its version and runs no
+            # handler: the envelope is all that is read (its payload may be what killed it).
+            return Decoded(record, envelope, False, trip)
         return Poison(record, error, trip, envelope)
 
     event_type = item.event_type

@@ -2,36 +2,75 @@
 
 The batch is not the event's fault when the database, Redis or the broker is
 down, so it is neither routed nor acked: the same work is retried, with
-exponential back-off, until it succeeds or the worker stops.
+exponential back-off, until it succeeds or the worker stops. The pauses are
+spread (jitter), so that workers paused by one outage do not all come back at
+the same moment.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random as _random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
-from app.pipeline.classify import is_infrastructure
+from app.pipeline.classify import Fault, fault_of, is_infrastructure, signature
 
 T = TypeVar("T")
 log = logging.getLogger("effectively_once.pause")
 
 Sleep = Callable[[float], Awaitable[None]]
+# What a failure without a message means: the driver gave up waiting (``app.db.timeouts``).
+_SILENT: dict[type[BaseException], str] = {TimeoutError: "no answer within the deadline"}
 OnPause = Callable[[str, BaseException, float], None]
+
+
+# Beyond 2**64 times ``initial`` every delay is ``maximum`` anyway; an uncapped exponent
+# made ``2 ** (attempt - 1)`` too large for a float at attempt 1,025 (8.5 hours of 30 s pauses).
+_MAX_DOUBLINGS = 64
 
 
 @dataclass(frozen=True)
 class Backoff:
-    """Exponential back-off between ``initial`` and ``maximum`` seconds."""
+    """Exponential back-off between ``initial`` and ``maximum`` seconds, less up to
+    ``jitter`` of it drawn from ``random`` (injected, so tests choose the draws)."""
 
     initial: float = 0.5
     maximum: float = 30.0
+    jitter: float = 0.5
+    random: Callable[[], float] = field(default=_random.random, compare=False, repr=False)
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before attempt ``attempt + 1`` (attempts count from 1)."""
-        return min(self.maximum, self.initial * (2 ** (attempt - 1)))
+        doubled = self.initial * 2.0 ** min(max(attempt - 1, 0), _MAX_DOUBLINGS)
+        return min(self.maximum, doubled) * (1.0 - self.jitter * self.random())
+
+
+@dataclass
+class Streak:
+    """How many times in a row a step failed on the same statement the database cancelled.
+
+    A retry gets past a connection that came back or a race that was lost; it may
+    never get past a statement the server cancels every time (its statement timeout),
+    so the step that keeps meeting one is escalated (see the processor). Any other
+    failure ends the streak.
+    """
+
+    failures: int = 0
+    last: tuple[str, str] | None = None
+
+    def note(self, exc: BaseException) -> None:
+        """``exc`` made the step fail once more."""
+        same = signature(exc) if fault_of(exc) is Fault.STATEMENT else None
+        if same is None:
+            self.failures = 0
+        elif same == self.last:
+            self.failures += 1
+        else:
+            self.failures = 1
+        self.last = same
 
 
 async def retry_in_place(
@@ -40,8 +79,10 @@ async def retry_in_place(
     backoff: Backoff,
     sleep: Sleep = asyncio.sleep,
     on_pause: OnPause | None = None,
+    streak: Streak | None = None,
 ) -> T:
-    """Run ``operation`` until it succeeds, pausing on infrastructure failures.
+    """Run ``operation`` until it succeeds, pausing on infrastructure failures (each noted in
+    ``streak``, which ``operation`` may read).
 
     Any other exception propagates: it is a bug or the event's fault, not a pause.
     """
@@ -52,6 +93,8 @@ async def retry_in_place(
         except Exception as exc:
             if not is_infrastructure(exc):
                 raise
+            if streak is not None:
+                streak.note(exc)
             attempt += 1
             delay = backoff.delay(attempt)
             log.error(
@@ -61,7 +104,7 @@ async def retry_in_place(
                 attempt,
                 delay,
                 type(exc).__name__,
-                exc,
+                str(exc) or _SILENT.get(type(exc), "(no message)"),
             )
             if on_pause is not None:
                 on_pause(what, exc, delay)

@@ -19,17 +19,21 @@ For each batch the runtime hands over, in this order and for these reasons:
 6. publish that consumer's failures to their retry tier or the DLT, awaited
    (after the commit: a crash in between re-runs the event from its topic);
 7. run the after-commit callbacks of the transactions that committed, and tell
-   the prefilter what was applied (only now: Redis never claims an uncommitted event);
+   the prefilter what was applied (only now: Redis never claims an uncommitted event).
+   6 and 7 run to their end even if the batch is cancelled meanwhile (``together``);
+   if one consumer's run raises, the others are cancelled and waited for first;
 8. return the outcomes, so that metrics and logs are derived from values.
 
 An infrastructure failure at any step pauses and retries that step in place
-(consumers that already committed are not run again). Only when this returns
-may the runtime let the offsets move.
+(consumers that already committed are not run again); a consumer's batch that
+the database keeps failing on the same cancelled statement is escalated after
+``escalate_after`` pauses: run event by event, the event whose handler meets it
+is routed (``Mode.ESCALATED``). Only when this returns may the runtime let the
+offsets move.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -46,10 +50,11 @@ from app.pipeline.apply import HandlerFailed, Mode
 from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import Decoded, Poison, decode_batch, read_batch, validate_batch
 from app.pipeline.outcomes import Kind, Outcome
-from app.pipeline.pause import Backoff, OnPause, retry_in_place
+from app.pipeline.pause import Backoff, OnPause, Streak, retry_in_place
 from app.pipeline.publish import Publisher
 from app.pipeline.route import FailureRouter
 from app.pipeline.store import FAILURE_UPDATE_COLUMNS, VersionConflict
+from app.pipeline.together import all_or_none, to_the_end
 from app.prefilter.stage import Known, Lookup, ask, remember_applied, skip_known
 from app.records import RawRecord
 from app.registry import Registry
@@ -58,6 +63,9 @@ from app.settings import UnseenAggregatePolicy
 T = TypeVar("T")
 RERUN_CONFLICT = "conflict"
 RERUN_HANDLER_FAILED = "handler-failed"
+RERUN_ESCALATED = "escalated"
+# How long a committed consumer's publishing may go on after its batch was cancelled.
+AFTER_COMMIT_GRACE_SECONDS = 10.0
 log = logging.getLogger("effectively_once.pipeline")
 
 
@@ -74,6 +82,7 @@ class BatchProcessor:
     concurrent_consumers: bool = True
     on_pause: OnPause | None = None
     prefilter: Lookup | None = None
+    escalate_after: int = 3
 
     async def process(self, records: Sequence[RawRecord]) -> list[Outcome]:
         """Process ``records``; returns once every effect is committed and every failure
@@ -103,7 +112,7 @@ class BatchProcessor:
             ]
             _warn_unknown_targets(events, self.registry)
             if self.concurrent_consumers:
-                results = await asyncio.gather(*runs)
+                results = await all_or_none(runs)
             else:
                 results = [await run for run in runs]
             for consumer_outcomes in results:
@@ -116,9 +125,17 @@ class BatchProcessor:
         todo, skipped = skip_known(known, consumer, events)
         if not todo:
             return skipped
+        streak = Streak()
         batch = await self._until_done(
-            f"batch of {len(todo)} for {consumer}", lambda: self._consumer_once(consumer, todo)
+            f"batch of {len(todo)} for {consumer}",
+            lambda: self._consumer_once(consumer, todo, streak),
+            streak,
         )
+        # Committed: what follows runs to its end even if the batch is cancelled now.
+        await to_the_end(self._after_commit(consumer, batch), AFTER_COMMIT_GRACE_SECONDS)
+        return skipped + batch.outcomes
+
+    async def _after_commit(self, consumer: str, batch: ConsumerBatch) -> None:
         # The transaction committed: its failures must reach the broker before any ack.
         await self._until_done(
             f"publishing {len(batch.routed)} failure(s) of {consumer}",
@@ -126,14 +143,21 @@ class BatchProcessor:
         )
         await _run_after_commit(batch.ctx)
         await remember_applied(self.prefilter, consumer, batch.outcomes)
-        return skipped + batch.outcomes
 
-    async def _until_done(self, what: str, operation: Callable[[], Awaitable[T]]) -> T:
-        return await retry_in_place(what, operation, self.backoff, on_pause=self.on_pause)
+    async def _until_done(
+        self, what: str, operation: Callable[[], Awaitable[T]], streak: Streak | None = None
+    ) -> T:
+        return await retry_in_place(
+            what, operation, self.backoff, on_pause=self.on_pause, streak=streak
+        )
 
-    async def _consumer_once(self, consumer: str, events: list[Decoded]) -> ConsumerBatch:
+    async def _consumer_once(
+        self, consumer: str, events: list[Decoded], streak: Streak
+    ) -> ConsumerBatch:
         while True:
             try:
+                if streak.failures >= self.escalate_after:
+                    return await self._escalated(consumer, events, streak)
                 return await self._consumer_attempt(consumer, events)
             except VersionConflict as conflict:
                 # Rolled back; another worker committed some of these aggregates meanwhile
@@ -151,6 +175,21 @@ class BatchProcessor:
             metrics.record_rerun(consumer, RERUN_HANDLER_FAILED)
         # Outside the except block, so the failures found now don't chain the first one.
         return await self._transaction(consumer, events, Mode.ISOLATED)
+
+    async def _escalated(
+        self, consumer: str, events: list[Decoded], streak: Streak
+    ) -> ConsumerBatch:
+        """The database cancelled the same statement ``streak.failures`` times in a row: run
+        the batch event by event, and route the event whose handler meets it again."""
+        log.warning(
+            "%s: the database cancelled a statement of this batch %d times in a row (%s); "
+            "running it event by event, an event whose handler meets it again is routed",
+            consumer,
+            streak.failures,
+            streak.last[1] if streak.last else "?",
+        )
+        metrics.record_rerun(consumer, RERUN_ESCALATED)
+        return await self._transaction(consumer, events, Mode.ESCALATED)
 
     async def _transaction(self, consumer: str, events: list[Decoded], mode: Mode) -> ConsumerBatch:
         started = time.perf_counter()

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, select, union_all
+from sqlalchemy import ColumnElement, Table, delete, select, union_all
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import bulk
@@ -40,6 +41,7 @@ from app.db.dialect import (
     upsert,
 )
 from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
+from app.pipeline.classify import is_unique_violation
 from app.records import RawRecord, headers_from_json, headers_to_json
 from dlq.trip import Trip
 
@@ -69,7 +71,8 @@ def _by_type(aggregates: Iterable[Aggregate], size: int) -> Iterable[tuple[str, 
 
 
 class VersionConflict(Exception):
-    """Another transaction wrote a version row this batch read: run the batch again."""
+    """Another transaction wrote a version row this batch read, or a dedup record it was
+    about to write: run the batch again."""
 
 
 def now() -> datetime:
@@ -219,14 +222,14 @@ class ConsumerStore:
             await update_rows(self.session, aggregate_version, VERSION_KEY, rows)
         for row in changes.consumed:
             row["applied_at"] = stamp  # one moment for the batch: its commit follows
-        await insert_rows(self.session, consumed_event, changes.consumed)
+        await self._claim(consumed_event, changes.consumed)
         await execute_where_in(
             self.session,
             delete(parked_event).where(parked_event.c.consumer_group == self.consumer),
             parked_event.c.event_id,
             changes.unparked,
         )
-        await insert_rows(self.session, parked_event, changes.parked)
+        await self._claim(parked_event, changes.parked)
         await upsert(self.session, failed_event, changes.failed, FAILURE_UPDATE_COLUMNS)
         await update_rows(
             self.session,
@@ -234,6 +237,22 @@ class ConsumerStore:
             ("consumer_group", "topic", "partition", "offset"),
             changes.resolved,
         )
+
+    async def _claim(self, table: Table, rows: list[dict[str, Any]]) -> None:
+        """Insert dedup (or parked) records; ``VersionConflict`` if another transaction
+        committed one of them since ``seen_event_ids`` read them.
+
+        An event without ``aggregateVersion`` claims no version row, so nothing else
+        tells two workers holding it (a rebalance's zombie and the new owner, a retry
+        copy and a main-topic copy) apart: the second insert of its key fails, and the
+        batch runs again to find it applied.
+        """
+        try:
+            await insert_rows(self.session, table, rows)
+        except IntegrityError as exc:
+            if not is_unique_violation(exc):
+                raise
+            raise VersionConflict(f"{table.name} record(s) written meanwhile") from exc
 
     async def _write_versions_if_unchanged(self, changes: BatchChanges, stamp: datetime) -> None:
         """PostgreSQL: write the version of every aggregate the batch advanced or parked an

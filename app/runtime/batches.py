@@ -23,6 +23,8 @@ Acks are ours (``Source.ack``): a batch's events are acked only after
 never moves past an event whose effects are not committed. A batch that did
 not finish, and the events read ahead behind it, are withheld
 (``acks.withhold``): never committed, read again by the partitions' next owner.
+A batch that ``process`` gives up (``BatchGivenUp``: a rebalance took it away
+before anything of it was done) is withheld alone, and the batches go on.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ from app.runtime.acks import withhold
 GATHER_SECONDS = 0.005
 Process = Callable[[list[Any]], Awaitable[None]]
 Behind = Callable[[Any], int]
+
+
+class BatchGivenUp(Exception):
+    """``process`` gave its batch up before doing anything with it: withhold it (its
+    partitions' next owner reads it again) and go on with the next one."""
 
 
 class _Pending:
@@ -84,7 +91,10 @@ async def run_batches(
             if pending.busy:
                 # Nobody waits for these yet: let them gather, and take them in one go.
                 await asyncio.sleep(GATHER_SECONDS)
-            events = await source.take(size - len(pending.events))
+            try:
+                events = await source.take(size - len(pending.events))
+            except StopAsyncIteration:
+                return  # the stream ended: the worker is stopping
             was_empty = not pending.events
             pending.events += events
             pending.arrived += [loop.time()] * len(events)
@@ -102,6 +112,10 @@ async def run_batches(
             pending.busy = True
             try:
                 await process(batch)
+            except BatchGivenUp:
+                withhold(batch)
+                batch = []
+                continue
             finally:
                 pending.busy = False
             source.ack(batch)

@@ -11,7 +11,7 @@ from app.errors import ConfigurationError
 from app.registry import default_registry
 from app.runtime.faust_app import create_app
 from app.runtime.services import import_handlers
-from app.settings import get_settings
+from app.settings import describe, get_settings
 
 
 def build_app_or_exit() -> Any:
@@ -20,8 +20,7 @@ def build_app_or_exit() -> Any:
         settings = get_settings()
         registry = import_handlers(settings, default_registry)
     except ValidationError as exc:
-        lines = [f"  {'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()]
-        _exit("invalid settings:\n" + "\n".join(lines))
+        _exit("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
     except ConfigurationError as exc:
         _exit(str(exc))
     return create_app(settings, registry)

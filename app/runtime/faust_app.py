@@ -6,7 +6,6 @@ import asyncio
 import logging
 import tempfile
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,9 @@ from mode.supervisors import CrashingSupervisor
 
 from app.logging_setup import faust_logging_config
 from app.monitoring.progress import Progress
-from app.records import RawRecord
 from app.registry import Registry
-from app.runtime.batches import run_batches
+from app.runtime import due
+from app.runtime.batches import BatchGivenUp, run_batches
 from app.runtime.garbage import tune_garbage_collector
 from app.runtime.intake import Intake
 from app.runtime.publisher import FaustPublisher
@@ -27,7 +26,6 @@ from app.runtime.transport import set_fetch_max_wait
 from app.runtime.web import add_observability
 from app.settings import Settings
 from dlq.topics import dlt_topic, retry_topic
-from dlq.trip import Trip
 
 log = logging.getLogger("effectively_once.worker")
 
@@ -92,15 +90,21 @@ def _agent(
     async def consume(stream: Any) -> None:
         processor = (await services.get()).processor
 
+        intake = Intake(stream)
+
         async def process(events: list[Any]) -> None:
             records = [to_record(e) for e in events]
             if wait_until_due:
-                await _sleep_until_due(records)
+                try:
+                    with progress.waiting_until_due(records[0].topic):
+                        await due.wait_until_due(records, lambda: intake.holds(events))
+                except BatchGivenUp as given_up:
+                    log.info("%s: %s; left to the partitions' next owner", name, given_up)
+                    raise
             outcomes = await progress.run(processor.process, records)
             log.debug("%s: batch of %d, %d outcomes", name, len(events), len(outcomes))
 
         # Acked batch by batch, only after process() returned: after the commit.
-        intake = Intake(stream)
         await intake.start()
         await run_batches(
             intake, settings.batch_size, settings.batch_wait_seconds, process, _behind(app)
@@ -126,16 +130,6 @@ def _behind(app: faust.App) -> Callable[[Any], int]:
         return 0 if highwater is None else max(0, highwater - message.offset - 1)
 
     return behind
-
-
-async def _sleep_until_due(records: list[RawRecord]) -> None:
-    """A retry record is never run before its ``retry-due-at``; a tier's records come in due
-    order, so waiting for the batch's last one delays the others by at most the batch wait."""
-    due = [trip.due_at for trip in map(Trip.of, records) if trip.due_at is not None]
-    if due:
-        delay = (max(due) - datetime.now(UTC)).total_seconds()
-        if delay > 0:
-            await asyncio.sleep(delay)
 
 
 class _LazyServices:

@@ -53,6 +53,15 @@ class Intake:
             if events:
                 return events
 
+    def holds(self, events: list[Any]) -> bool:
+        """True while ``events`` are still this worker's to process: no rebalance under way
+        and the assignment they were delivered in still current."""
+        app = self._app
+        generation = app.consumer_generation_id
+        return app.flow_control.is_active() and all(
+            event.message.generation_id == generation for event in events
+        )
+
     def _admit(self, event: Any) -> bool:
         app = self._app
         message = event.message

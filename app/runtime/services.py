@@ -6,12 +6,15 @@ import importlib
 import logging
 from dataclasses import dataclass
 
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
 from app.db.engine import create_engine, dialect_name, session_factory
+from app.db.identity import read_identity
 from app.errors import ConfigurationError
 from app.monitoring import pauses
+from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, retry_in_place
 from app.pipeline.processor import BatchProcessor
 from app.pipeline.publish import Publisher
@@ -59,7 +62,11 @@ class Services:
 
 async def start_services(settings: Settings, registry: Registry, publisher: Publisher) -> Services:
     """Migrate (unless disabled) and build the processor; waits for the database to answer."""
-    backoff = Backoff(settings.infra_retry_initial_seconds, settings.infra_retry_max_seconds)
+    backoff = Backoff(
+        settings.infra_retry_initial_seconds,
+        settings.infra_retry_max_seconds,
+        settings.infra_retry_jitter,
+    )
     if settings.migrate_on_start:
         from app.db.migrate import upgrade_to_head
 
@@ -70,8 +77,17 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
             on_pause=pauses.on_pause,
         )
         pauses.resumed()
-    engine = create_engine(settings.database_url, settings.db_pool_size)
-    prefilter = build_prefilter(settings)
+    engine = create_engine(settings.database_url, settings.db_pool_size, settings.db_timeouts)
+    prefilter = None
+    if settings.redis_url:
+        identity = await retry_in_place(
+            "reading the database's identity",
+            lambda: _identity(engine),
+            backoff,
+            on_pause=pauses.on_pause,
+        )
+        pauses.resumed()
+        prefilter = build_prefilter(settings, identity)
     processor = BatchProcessor(
         sessions=session_factory(engine),
         registry=registry,
@@ -82,6 +98,7 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
         concurrent_consumers=dialect_name(settings.database_url) != "sqlite",
         on_pause=pauses.on_pause,
         prefilter=prefilter,
+        escalate_after=settings.escalate_after_attempts,
     )
     log.info(
         "consumers: %s; Redis prefilter %s",
@@ -91,13 +108,27 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
     return Services(settings, engine, processor, prefilter)
 
 
-def build_prefilter(settings: Settings) -> Prefilter | None:
-    """The Redis prefilter when ``REDIS_URL`` is set; keys are namespaced by ``APP_ID``."""
+async def _identity(engine: AsyncEngine) -> str:
+    try:
+        return await read_identity(engine)
+    except DBAPIError as exc:
+        if is_infrastructure(exc):
+            raise
+        raise ConfigurationError(
+            "the database has no framework tables (database_identity is missing): run "
+            "python -m app.db.migrate, or start with MIGRATE_ON_START=true"
+        ) from exc
+
+
+def build_prefilter(settings: Settings, database_identity: str) -> Prefilter | None:
+    """The Redis prefilter when ``REDIS_URL`` is set. Its keys are namespaced by the
+    ``APP_ID`` and by the database's identity (``app.db.identity``): they never speak
+    for another database."""
     if not settings.redis_url:
         return None
     prefilter = Prefilter.from_url(
         settings.redis_url,
-        namespace=f"{settings.prefilter_key_prefix}:{settings.app_id}",
+        namespace=f"{settings.prefilter_key_prefix}:{settings.app_id}:{database_identity}",
         ttl_seconds=settings.prefilter_ttl_seconds,
         timeout_seconds=settings.prefilter_timeout_seconds,
         failure_threshold=settings.prefilter_failure_threshold,

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
 from app.db.engine import create_engine
+from app.db.timeouts import DbTimeouts
 from app.monitoring import readiness
 from app.monitoring.parked import keep_sampling
 from app.monitoring.progress import Progress, TopicPartition
@@ -63,14 +64,15 @@ class FaustPartitions:
 class _Database:
     """A one-connection engine of its own, so a busy pipeline pool cannot fail ``/ready``."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, timeouts: DbTimeouts) -> None:
         self._url = url
+        self._timeouts = timeouts
         self._engine: AsyncEngine | None = None
 
     @property
     def engine(self) -> AsyncEngine:
         if self._engine is None:
-            self._engine = create_engine(self._url, pool_size=1)
+            self._engine = create_engine(self._url, pool_size=1, timeouts=self._timeouts)
         return self._engine
 
     async def dispose(self) -> None:
@@ -81,7 +83,7 @@ class _Database:
 def add_observability(app: faust.App, settings: Settings, registry: Registry) -> Progress:
     """Serve the three pages, sample parking every 10 s; returns the agent's ``Progress``."""
     progress = Progress()
-    database = _Database(settings.database_url)
+    database = _Database(settings.database_url, settings.db_timeouts)
     partitions = FaustPartitions(app)
     servers = [(url.host or "localhost", url.port or 9092) for url in app.conf.broker]
     metrics.initialise(registry.consumers)
@@ -102,13 +104,26 @@ def add_observability(app: faust.App, settings: Settings, registry: Registry) ->
         async def get(self, request: Request) -> Response:
             return self.json({"status": "alive"})
 
+    async def records_waiting() -> int | None:
+        if not _assigned(partitions):
+            return None
+        try:
+            lag = await asyncio.wait_for(progress.lag(partitions), LAG_TIMEOUT_SECONDS)
+        except Exception:  # the consumer did not answer in time: nothing to judge by
+            return None
+        return progress.records_waiting(lag)
+
     @app.page("/ready")
     class Ready(View):
         async def get(self, request: Request) -> Response:
-            checks = await asyncio.gather(
-                readiness.database(database.engine), readiness.broker(servers)
+            db, broker, waiting = await asyncio.gather(
+                readiness.database(database.engine), readiness.broker(servers), records_waiting()
             )
-            report = readiness.Readiness((*checks, readiness.partitions(_assigned(partitions))))
+            stalled = readiness.progress(
+                waiting, progress.since_last_batch(), settings.ready_stall_seconds
+            )
+            assigned = readiness.partitions(_assigned(partitions))
+            report = readiness.Readiness((db, broker, assigned, stalled))
             return self.json(report.body(), status=200 if report.ok else 503)
 
     @app.task

@@ -21,9 +21,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.engine import create_engine
-from app.db.urls import normalise_database_url
+from app.db.urls import normalise_database_url, shown
 from app.registry import default_registry
-from app.settings import Settings
+from app.settings import Settings, describe
 from app.trace.query import Trace, trace_event
 
 NOT_FOUND = (
@@ -71,10 +71,7 @@ def _database_url(option: str | None) -> str:
     try:
         url = normalise_database_url(option) if option else Settings().database_url
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
-        )
-        raise TraceError(f"invalid settings: {problems}") from exc
+        raise TraceError(f"invalid settings: {'; '.join(describe(exc))}") from exc
     except ValueError as exc:
         raise TraceError(f"--database-url is not usable: {_first_line(exc)}") from exc
     parsed = make_url(url)
@@ -87,7 +84,7 @@ def _database_url(option: str | None) -> str:
 
 async def _trace(url: str, event_id: str) -> Trace:
     engine = create_engine(url, pool_size=1)
-    where = make_url(url).render_as_string(hide_password=True)
+    where = shown(url)
     try:
         async with engine.connect() as conn:
             return await trace_event(conn, event_id, _registered_consumers())

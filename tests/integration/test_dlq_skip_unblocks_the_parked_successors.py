@@ -5,7 +5,8 @@ without running its handler (even a handler that would now succeed does not
 run: its effect never appears), so the aggregate's parked successor applies.
 The ``failed_event`` row records the decision (``--why``, and ``$USER`` as
 ``decided_by``) and ends ``skipped``. Without ``--execute`` nothing changes.
-A poison record has no consumer to skip for: ``skip`` refuses it (exit 2).
+Poison without a readable envelope has no version to take: ``skip`` refuses it
+(exit 2).
 """
 
 from __future__ import annotations

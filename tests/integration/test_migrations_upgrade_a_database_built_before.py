@@ -5,9 +5,10 @@ revisions (``0001`` and the ``0002`` that created the example consumers'
 tables in every database, kept verbatim in ``support/legacy_revisions``) and
 holding rows:
 
-- upgraded for other handler modules than ``handlers``, stays at the
-  framework's ``0002`` with its example tables and every row untouched, and
-  gets no version table of the example's;
+- upgraded for other handler modules than ``handlers``, gets the framework's
+  later revisions (``0004``: binary ids on MariaDB, ``database_identity``) with
+  its example tables and every row untouched, and gets no version table of
+  the example's;
 - upgraded with ``handlers`` among the handler modules, keeps every row;
   the example's history takes the tables over (its version table at its
   head), the schema is what ``handlers.example_metadata`` declares, and ids
@@ -126,17 +127,17 @@ async def test_an_old_database_is_left_alone_without_the_examples_and_taken_over
         await upgrade_to_head(url, ["schemas"])  # a module without migrations of its own
 
         async with engine.connect() as conn:
-            assert (await conn.run_sync(schema))[0] == old_tables
-        assert await versions(engine) == {VERSION_TABLE: "0002"}
+            assert (await conn.run_sync(schema))[0] == old_tables | {"database_identity"}
+        assert await versions(engine) == {VERSION_TABLE: "0004"}
         assert await rows(engine) == before
 
         await upgrade_to_head(url, ["handlers"])
 
-        assert await versions(engine) == {VERSION_TABLE: "0002", EXAMPLE_VERSION_TABLE: "0002"}
+        assert await versions(engine) == {VERSION_TABLE: "0004", EXAMPLE_VERSION_TABLE: "0002"}
         assert await rows(engine) == before
         async with engine.connect() as conn:
             tables, diffs = await conn.run_sync(schema)
-        assert tables == old_tables | {EXAMPLE_VERSION_TABLE}
+        assert tables == old_tables | {EXAMPLE_VERSION_TABLE, "database_identity"}
         assert diffs == []
         assert await award_in_other_case(engine) == ["ORDER-A", "order-a"]
     finally:
@@ -184,7 +185,7 @@ async def test_a_notification_table_of_ones_own_is_never_touched(
         await upgrade_to_head(url)
 
         assert await mine() == (["id", "body"], [(1, "hello")])
-        assert await versions(engine) == {VERSION_TABLE: "0002"}
+        assert await versions(engine) == {VERSION_TABLE: "0004"}
 
         with pytest.raises(ConfigurationError, match=r"'notification'.*columns body, id"):
             await upgrade_to_head(url, ["handlers"])

@@ -9,6 +9,10 @@ row changed since it read it, runs its batch again), every event's effect lands 
 each event has one dedup record, and:
 
 - the same event in both: one ``APPLIED`` and one ``DUPLICATE``;
+- the same event without ``aggregateVersion`` (it claims no version row, so nothing
+  makes B wait or A notice before its dedup insert): A's insert meets B's dedup
+  record (23505, 1062), A's batch runs again instead of crashing, and finds a
+  duplicate;
 - A parks version 2 while B applies version 1: version 2 is applied (by B's drain or by
   A's second run), nothing stays parked, the aggregate ends at version 2.
 """
@@ -169,3 +173,26 @@ async def test_a_version_parked_while_its_predecessor_applies_is_not_stranded(
     assert await db.parked("points") == []
     assert await db.version("points") == 2
     assert await db.version("points", "o-2") == 1
+
+
+@pytest.mark.parametrize("backend", RACING_BACKENDS)
+async def test_the_same_unversioned_event_in_two_workers_applies_once(
+    engine: AsyncEngine, backend: str
+) -> None:
+    registry, records, db = Registry(), Records(), Db(engine)
+    stall = Stall("e1")
+    points_consumer(registry, stall)
+    first = records.event("e1", version=None)
+    again = records.again(first)
+    conflicts_before = conflicts()
+
+    outcomes = await race(
+        stall,
+        lambda: processor(engine, registry).process([first]),
+        lambda: processor(engine, registry).process([again]),
+    )
+
+    assert by_event(outcomes) == sorted([("e1", Kind.APPLIED), ("e1", Kind.DUPLICATE)])
+    assert conflicts() - conflicts_before == 1
+    assert await db.effects("points") == ["e1"]
+    assert await db.consumed("points") == ["e1"]

@@ -3,11 +3,12 @@
 Contract: a worker answers ``/ready`` with 200 once its database answers and its
 partitions are assigned. When the database goes away (here: dropped with its
 connections under the worker's feet) ``/ready`` answers 503 within seconds, with
-a JSON body that names ``database`` as the failed check and the others as passing,
-while ``/health`` still answers 200. When the database is back, ``/ready`` is
-200 again, without a restart. A worker whose database does not answer at all
-(nothing listens on its port) is alive, not ready, and on ``/metrics`` paused
-on the ``database`` dependency while it waits to migrate.
+a JSON body that names ``database`` as the failed check and the others as passing
+(``progress`` too: nothing waits), while ``/health`` still answers 200. When the
+database is back, ``/ready`` is 200 again, without a restart. A worker whose
+database does not answer at all (nothing listens on its port) is alive, not
+ready, and on ``/metrics`` paused on the ``database`` dependency while it waits
+to migrate.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ async def test_ready_is_503_while_the_database_is_gone_and_200_when_it_is_back(
     worker = workers.start(database_url)
     body = await readiness_is(worker, 200, within=60)
     assert body["failed"] == []
-    assert set(body["checks"]) == {"database", "broker", "partitions"}
+    assert set(body["checks"]) == {"database", "broker", "partitions", "progress"}
     assert await get_json(worker, "/health") == (200, {"status": "alive"})
 
     await on_postgres_server(f'DROP DATABASE "{name}" WITH (FORCE)')
@@ -56,6 +57,7 @@ async def test_ready_is_503_while_the_database_is_gone_and_200_when_it_is_back(
     assert body["status"] == "not ready"
     assert body["failed"] == ["database"]
     assert body["checks"]["broker"]["ok"] and body["checks"]["partitions"]["ok"]
+    assert body["checks"]["progress"]["ok"]  # nothing waits: no stall
     assert name in body["checks"]["database"]["detail"]  # "database ... does not exist"
     assert (await get_json(worker, "/health"))[0] == 200
 

@@ -25,7 +25,7 @@ from dlq.policy import RetryPolicy
 from tests.pipeline.events import TOPIC, Records
 from tests.pipeline.support import Db, FrozenClock, RecordingPublisher, test_metadata
 
-TINY_BACKOFF = Backoff(initial=0.001, maximum=0.001)
+TINY_BACKOFF = Backoff(initial=0.001, maximum=0.001, jitter=0.0)
 # The shipped default tiers (RETRY_DELAYS=1,5,30,300).
 DELAYS = (1.0, 5.0, 30.0, 300.0)
 

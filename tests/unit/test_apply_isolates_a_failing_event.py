@@ -37,7 +37,12 @@ class FakeSavepoint:
 
 
 class FakeSession:
-    """Just enough of ``AsyncSession`` for savepoints: records what happened to them."""
+    """Just enough of ``AsyncSession`` for savepoints: records what happened to them
+    (and holds no ORM changes, so nothing is flushed)."""
+
+    new: tuple[object, ...] = ()
+    dirty: tuple[object, ...] = ()
+    deleted: tuple[object, ...] = ()
 
     def __init__(self) -> None:
         self.log: list[str] = []

@@ -8,7 +8,12 @@ Contract of ``app.runtime.batches.run_batches``:
 - a batch that is not full goes once its oldest event waited ``within`` seconds;
 - when ``process`` raises, nothing of that batch or of what was read ahead is acked;
   those events are withheld (faust will neither commit them nor wait for them)
-  and the error reaches the caller.
+  and the error reaches the caller;
+- a batch that ``process`` gives up (``BatchGivenUp``) is withheld, not acked, and
+  the batches go on with the next one;
+- a source that ends (faust throws ``StopAsyncIteration`` into a stopping agent's
+  channel) ends ``run_batches`` without an error, once the batch in hand is
+  processed and acked; what was read ahead is withheld.
 The source is a fake with ``intake.Intake``'s shape: ``take(most)``, ``ack(events)``.
 """
 
@@ -20,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from app.runtime.batches import run_batches
+from app.runtime.batches import BatchGivenUp, run_batches
 
 
 @dataclass
@@ -254,3 +259,43 @@ async def test_while_a_batch_is_processed_events_are_taken_in_bulk_not_one_wake_
 
     assert taken == [[0], list(range(1, 21))]
     assert len(stream.takes) - takes_before <= 2
+
+
+class EndingStream(FakeStream):
+    """Hands out its events, then ends as a stopping agent's channel does."""
+
+    async def take(self, most: int) -> list[FakeEvent]:
+        if len(self.read) == self.count:
+            raise StopAsyncIteration
+        return await super().take(most)
+
+
+async def test_a_source_that_ends_ends_the_batches_without_an_error() -> None:
+    stream = EndingStream(count=5)
+    processed: list[list[int]] = []
+
+    async def process(batch: list[Any]) -> None:
+        processed.append(offsets(batch))
+
+    await asyncio.wait_for(run_batches(stream, 10, 0.01, process), 5)
+
+    assert [offset for batch in processed for offset in batch] == [0, 1, 2, 3, 4]
+    assert stream.acked == [0, 1, 2, 3, 4]
+
+
+async def test_a_batch_given_up_is_withheld_and_the_next_one_goes_on() -> None:
+    stream = EndingStream(count=6)
+    processed: list[list[int]] = []
+
+    async def process(batch: list[Any]) -> None:
+        if 0 in offsets(batch):
+            raise BatchGivenUp("a rebalance")
+        processed.append(offsets(batch))
+
+    await asyncio.wait_for(run_batches(stream, 3, 0.01, process), 5)
+
+    given_up = [event for event in stream.handed if event.message.offset in (0, 1, 2)]
+    assert all(event.message.acked for event in given_up)  # withheld: marked, not acked
+    assert 0 not in stream.acked and 1 not in stream.acked and 2 not in stream.acked
+    assert [offset for batch in processed for offset in batch] == [3, 4, 5]
+    assert stream.acked == [3, 4, 5]

@@ -6,7 +6,10 @@ camelCase envelope and then ``data`` against the model registered for
 ``Decoded(known=True)`` with a typed payload; an unknown type as
 ``Decoded(known=False)`` with its raw ``data``. Anything else is ``Poison``
 carrying the ``PoisonError`` subclass that names why (and the envelope when it
-could be read). ``read_batch`` then ``validate_batch`` keep arrival order in both lists.
+could be read), except an operator's skip for a consumer (``retry-action: skip``)
+whose envelope could be read: that consumer only takes its version, so it
+decodes as its envelope whatever its payload. ``read_batch`` then
+``validate_batch`` keep arrival order in both lists.
 """
 
 from __future__ import annotations
@@ -215,3 +218,28 @@ def test_a_batch_splits_into_events_and_poison_in_arrival_order() -> None:
 
     assert [e.event_id for e in events] == ["a", "b"]
     assert [p.record.offset for p in poison] == [1, 3]
+
+
+SKIP_FOR_POINTS = (("retry-action", b"skip"), ("retry-consumer-group", b"points"))
+
+
+@pytest.mark.parametrize(
+    "env",
+    [envelope(data={"orderId": "o-1", "amount": "a lot"}), envelope(eventVersion=9)],
+    ids=["invalid-schema", "unsupported-version"],
+)
+def test_a_skip_of_readable_poison_decodes_as_its_envelope(env: dict[str, Any]) -> None:
+    skip = record(orjson.dumps(env))._replace(headers=SKIP_FOR_POINTS)
+
+    found = decode(skip)
+
+    assert isinstance(found, Decoded)
+    assert (found.event.event_id, found.event.aggregate_version) == ("e-1", 2)
+    assert found.trip.skip and found.trip.consumer == "points"
+    assert isinstance(decode(record(orjson.dumps(env))), Poison)  # no skip: poison as ever
+
+
+def test_a_skip_of_a_record_without_an_envelope_is_still_poison() -> None:
+    skip = record(b"not json")._replace(headers=SKIP_FOR_POINTS)
+
+    assert isinstance(decode(skip), Poison)

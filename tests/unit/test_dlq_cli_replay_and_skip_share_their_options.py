@@ -22,7 +22,7 @@ def test_replay_and_skip_declare_one_set_of_options() -> None:
     replay, skip = inspect.signature(dlq_cli.replay), inspect.signature(dlq_cli.skip)
 
     assert replay == skip
-    assert len(replay.parameters) == 16
+    assert len(replay.parameters) == 17
     assert dlq_cli.replay.__code__ is dlq_cli.skip.__code__
 
 

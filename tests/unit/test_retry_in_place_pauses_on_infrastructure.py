@@ -3,7 +3,8 @@
 Contract: ``retry_in_place`` runs the operation until it returns and returns
 its result. After each infrastructure failure it tells ``on_pause`` (what,
 the exception, the delay) and sleeps ``Backoff.delay(attempt)``: ``initial``
-doubling per attempt, capped at ``maximum``. Any other exception, and
+doubling per attempt, capped at ``maximum`` (less the jitter, off here; see
+``test_backoff_is_capped_and_spread``). Any other exception, and
 cancellation, propagates at once without sleeping or retrying.
 """
 
@@ -46,11 +47,11 @@ class Flaky:
     ("attempt", "delay"), [(1, 0.5), (2, 1.0), (3, 2.0), (4, 4.0), (6, 16.0), (7, 30.0), (50, 30.0)]
 )
 def test_backoff_doubles_from_initial_up_to_maximum(attempt: int, delay: float) -> None:
-    assert Backoff(initial=0.5, maximum=30.0).delay(attempt) == delay
+    assert Backoff(initial=0.5, maximum=30.0, jitter=0.0).delay(attempt) == delay
 
 
 def test_backoff_defaults() -> None:
-    assert Backoff() == Backoff(initial=0.5, maximum=30.0)
+    assert Backoff() == Backoff(initial=0.5, maximum=30.0, jitter=0.5)
 
 
 async def test_success_first_time_returns_the_result_without_sleeping() -> None:
@@ -75,7 +76,7 @@ async def test_infrastructure_failures_are_retried_with_growing_pauses() -> None
     result = await retry_in_place(
         "batch of 3 for points",
         operation,
-        Backoff(initial=1.0, maximum=3.0),
+        Backoff(initial=1.0, maximum=3.0, jitter=0.0),
         sleep=sleep,
         on_pause=lambda what, exc, delay: pauses.append((what, type(exc), delay)),
     )
@@ -109,7 +110,7 @@ async def test_a_non_infrastructure_failure_after_pauses_still_propagates() -> N
     sleep, operation = FakeSleep(), Flaky(OSError("down"), ValueError("bad"))
 
     with pytest.raises(ValueError, match="bad"):
-        await retry_in_place("work", operation, Backoff(initial=0.25), sleep=sleep)
+        await retry_in_place("work", operation, Backoff(initial=0.25, jitter=0.0), sleep=sleep)
 
     assert operation.calls == 2
     assert sleep.delays == [0.25]

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
+from app.db.timeouts import DbTimeouts
 from app.settings import DEFAULT_DATABASE_URL, Settings, UnseenAggregatePolicy, get_settings
 
 
@@ -48,6 +49,19 @@ def test_defaults() -> None:
     assert settings.handler_module_names == ["handlers"]
     assert settings.consumer_names == []
     assert settings.retry_delay_seconds == (1.0, 5.0, 30.0, 300.0)
+    assert settings.db_timeouts == DbTimeouts(connect=10.0, statement=30.0, response=35.0)
+    assert settings.ready_stall_seconds == 60.0
+    assert settings.infra_retry_jitter == 0.5
+    assert settings.escalate_after_attempts == 3
+
+
+def test_the_worker_waits_longer_for_an_answer_than_the_server_lets_a_statement_run() -> None:
+    with pytest.raises(ValidationError, match="DB_RESPONSE_TIMEOUT_SECONDS must be longer"):
+        Settings(db_statement_timeout_seconds=30, db_response_timeout_seconds=30)
+
+    assert Settings(db_statement_timeout_seconds=0, db_response_timeout_seconds=5).db_timeouts == (
+        DbTimeouts(connect=10.0, statement=0.0, response=5.0)
+    )
 
 
 def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,6 +108,11 @@ def test_the_database_url_gets_an_async_driver(url: str, expected: str) -> None:
         ("order_topic_partitions", 0),
         ("infra_retry_initial_seconds", 0),
         ("db_pool_size", 0),
+        ("db_connect_timeout_seconds", 0),
+        ("db_statement_timeout_seconds", -1),
+        ("ready_stall_seconds", 0),
+        ("infra_retry_jitter", 1.5),
+        ("escalate_after_attempts", 0),
         ("unseen_aggregate_policy", "sometimes"),
         ("retry_delays", "0,5"),
         ("retry_delays", "-1"),

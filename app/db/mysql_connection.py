@@ -1,0 +1,49 @@
+"""aiomysql connections whose handshake and every answer they wait for are bounded.
+
+aiomysql's ``connect_timeout`` covers opening the TCP connection only, and it has
+no timeout for a command: a server that stops answering (see ``timeouts``) holds
+the caller forever. Used through SQLAlchemy's ``async_creator_fn``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiomysql
+
+
+def bounded_connect(
+    connect_timeout: float, response_timeout: float
+) -> Callable[..., Awaitable[aiomysql.Connection]]:
+    """A replacement of ``aiomysql.connect`` (same arguments) with both bounds."""
+
+    async def connect(*args: Any, **kwargs: Any) -> aiomysql.Connection:
+        kwargs.setdefault("connect_timeout", connect_timeout)
+        connection = BoundedConnection(*args, **kwargs)
+        connection.response_timeout = response_timeout or None
+        try:
+            await asyncio.wait_for(connection._connect(), connect_timeout)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    return connect
+
+
+class BoundedConnection(aiomysql.Connection):
+    """aiomysql's connection, its two ways of reading the server's answer to a command
+    bounded by ``response_timeout``. A timeout cancels the read, which closes the
+    connection (aiomysql's own reaction to a cancelled read)."""
+
+    response_timeout: float | None = None
+
+    async def _read_query_result(self, unbuffered: bool = False) -> None:
+        async with asyncio.timeout(self.response_timeout):
+            await super()._read_query_result(unbuffered)
+
+    async def _read_ok_packet(self) -> bool:
+        async with asyncio.timeout(self.response_timeout):
+            return bool(await super()._read_ok_packet())

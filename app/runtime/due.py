@@ -1,0 +1,54 @@
+"""A retry tier's batch waits for its records' due time without holding up a rebalance.
+
+A retry record is never run before its ``retry-due-at``, so a tier's batch may
+wait minutes. faust waits for every message it delivered to be acked before
+it lets a rebalance go on; a batch that slept through it kept the member from
+rejoining until it was evicted. So the wait checks, several times a second,
+that the batch is still this worker's (``Intake.holds``: no rebalance under
+way, the assignment it was delivered in still current); once it is not, the
+batch is given up (``BatchGivenUp``): withheld, not processed and not acked,
+so that the partition's next owner reads it again from the committed offset
+and waits for it in turn. Nothing of it took effect, so nothing is lost and
+nothing applies twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+
+from app.records import RawRecord
+from app.runtime.batches import BatchGivenUp
+from dlq.trip import Trip
+
+# How long a given-up batch may go on holding a rebalance, at most.
+CHECK_EVERY_SECONDS = 0.25
+LOGGED_WAIT_SECONDS = 1.0
+log = logging.getLogger("effectively_once.worker")
+
+
+async def wait_until_due(
+    records: Sequence[RawRecord],
+    holds: Callable[[], bool],
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Return once the last of ``records`` is due; ``BatchGivenUp`` as soon as ``holds()``
+    is false meanwhile. A tier's records come in due order, so waiting for the batch's last
+    one delays the others by at most the batch wait."""
+    due = [trip.due_at for trip in map(Trip.of, records) if trip.due_at is not None]
+    if not due:
+        return
+    wait = (max(due) - now()).total_seconds()
+    if wait >= LOGGED_WAIT_SECONDS:
+        log.info("%s: %d record(s) due in %.0fs", records[0].topic, len(records), wait)
+    until = time.monotonic() + wait
+    while (left := until - time.monotonic()) > 0:
+        if not holds():
+            raise BatchGivenUp(f"a rebalance while {len(records)} record(s) waited {left:.0f}s")
+        await sleep(min(left, CHECK_EVERY_SECONDS))
+    if not holds():
+        raise BatchGivenUp(f"a rebalance while {len(records)} record(s) waited")

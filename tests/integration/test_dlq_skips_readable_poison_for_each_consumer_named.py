@@ -1,0 +1,103 @@
+"""Poison whose envelope could be read no longer blocks its aggregate for good:
+``python -m dlq skip --for-consumer`` lets each named consumer move on.
+
+Contract: an event whose payload fails its schema (``invalid-schema``) but whose
+envelope names its id, aggregate and version is dead-lettered once, for nobody,
+and every consumer parks the aggregate's later versions behind it. ``skip``
+refuses it without ``--for-consumer``, and refuses poison without a readable
+envelope whatever it is given. ``skip P:O --for-consumer C --execute`` makes C
+(and only C) take the dead event's version without running a handler, so C's
+parked successor applies while the other consumer still waits; naming the
+other one then unblocks it too. The poison's ``failed_event`` row records the
+latest decision; nothing takes effect twice.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from app.demo.envelopes import Message, encode
+from tests.integration.support.dlq import DlqCommand, dead_letters, failures, produce
+from tests.integration.support.kafka import OrderTopic
+from tests.integration.support.orders import Order
+from tests.integration.support.state import Database
+from tests.integration.support.waiting import eventually
+from tests.integration.support.workers import Workers
+
+pytestmark = pytest.mark.integration
+
+PROBE = "dlq-probe"
+TALLY = "tally"
+# The example package brings the user_points table both test consumers write.
+MODULES = "handlers,tests.integration.support.dlq_probe,tests.integration.support.tally"
+
+
+@pytest.fixture
+def backend() -> str:
+    return "sqlite"
+
+
+async def test_readable_poison_is_skipped_for_each_consumer_named(
+    topic: OrderTopic, workers: Workers, database_url: str, db: Database, tmp_path: Path
+) -> None:
+    stream = topic.stream
+    worker = workers.start(
+        database_url, handler_modules=MODULES, env={"CONSUMERS": f"{PROBE},{TALLY}"}
+    )
+    order = Order("bob", 2_500)
+    created, cancelled = order.created(), order.cancelled()
+    broken = order.paid()
+    broken["data"] = {**broken["data"], "amount": "a lot"}  # the schema wants a number
+    await produce(stream, [encode(created), encode(broken), encode(cancelled)])
+    (poison,) = await dead_letters(stream, 1, [worker])
+    position = f"{poison.partition}:{poison.offset}"
+    await eventually(
+        db.parked_count, lambda parked: parked == 2, what="both consumers to park the cancel",
+        within=30, workers=[worker],
+    )
+    dlq = DlqCommand(stream, database_url, user="night-shift")
+
+    refused = await dlq("skip", position, "--execute")
+    assert refused.code == 2, refused.out + refused.err
+    assert "--for-consumer" in refused.out
+
+    done = await dlq(
+        "skip", position, "--for-consumer", PROBE, "--execute", "--why", "garbled upstream"
+    )
+    assert done.code == 0, done.out + done.err
+    assert f"for {PROBE}" in done.out
+
+    await eventually(
+        lambda: db.versions(order.order_id), lambda v: v.get(PROBE) == 3,
+        what=f"{PROBE} to take the dead version and apply the cancel", within=30,
+        workers=[worker],
+    )
+    assert (await db.versions(order.order_id))[TALLY] == 1
+    assert await db.parked_count() == 1  # the tally still waits
+    assert (await db.balances())["bob/cancelled"] == 1
+
+    done = await dlq("skip", position, "--for-consumer", TALLY, "--execute", "--why", "also")
+    assert done.code == 0, done.out + done.err
+    await eventually(
+        db.parked_count, lambda parked: parked == 0, what="the tally to move on too",
+        within=30, workers=[worker],
+    )
+    assert await db.versions(order.order_id) == {PROBE: 3, TALLY: 3}
+    assert await db.tallies() == {created["eventId"]: 1, cancelled["eventId"]: 1}
+    assert [(row["consumer_group"], row["status"], row["decided_by"], row["decision_note"])
+            for row in await failures(database_url)] == [
+        ("", "skip-requested", "night-shift", "also")
+    ]  # fmt: skip
+
+    await produce(stream, [Message(order.order_id.encode(), b"\xff not an event")])
+    unreadable = (await dead_letters(stream, 2, [worker]))[-1]
+    refused = await dlq(
+        "skip", f"{unreadable.partition}:{unreadable.offset}", "--for-consumer", PROBE,
+        "--execute",
+    )
+    assert refused.code == 2, refused.out
+    assert "no readable envelope" in refused.out
+    assert orjson.loads(poison.value or b"{}")["eventId"] == broken["eventId"]

@@ -1,0 +1,77 @@
+"""A retry tier's batch waits for its due time, and gives itself up as soon as it is not its own.
+
+Contract of ``app.runtime.due.wait_until_due``: it returns at once for records
+without ``retry-due-at``, and for records already due that it still holds;
+otherwise it returns only once the last
+record of the batch is due, asking ``holds()`` at least every
+``CHECK_EVERY_SECONDS`` meanwhile, and raises ``BatchGivenUp`` as soon as
+``holds()`` is false (a rebalance took the batch's partitions, or is under way),
+without waiting for the due time. (Clock and sleep are the real ones, over
+fractions of a second.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from app.records import RawRecord
+from app.runtime.batches import BatchGivenUp
+from app.runtime.due import CHECK_EVERY_SECONDS, wait_until_due
+from dlq import headers as h
+from dlq.trip import iso
+
+
+def retry(due_in: float | None, offset: int = 0) -> RawRecord:
+    headers: tuple[tuple[str, bytes], ...] = ()
+    if due_in is not None:
+        due = datetime.now(UTC) + timedelta(seconds=due_in)
+        headers = ((h.RETRY_DUE_AT, iso(due).encode()), (h.RETRY_CONSUMER_GROUP, b"points"))
+    return RawRecord("orders.retry.5s", 0, offset, b"o-1", b"{}", headers)
+
+
+async def test_records_already_due_or_without_a_due_time_go_at_once() -> None:
+    started = time.monotonic()
+
+    await wait_until_due([retry(None)], lambda: False)
+    await wait_until_due([retry(None), retry(-5)], lambda: True)
+
+    assert time.monotonic() - started < 0.1
+    with pytest.raises(BatchGivenUp):
+        await wait_until_due([retry(-5)], lambda: False)
+
+
+async def test_the_batch_waits_for_its_last_record() -> None:
+    started = time.monotonic()
+    asked = 0
+
+    def holds() -> bool:
+        nonlocal asked
+        asked += 1
+        return True
+
+    await wait_until_due([retry(0.1), retry(0.6, 1)], holds)
+
+    waited = time.monotonic() - started
+    assert 0.55 <= waited < 0.6 + 2 * CHECK_EVERY_SECONDS
+    assert asked >= 2
+
+
+async def test_a_batch_that_is_no_longer_held_is_given_up_without_waiting() -> None:
+    started = time.monotonic()
+    holding = True
+
+    async def rebalance_soon() -> None:
+        nonlocal holding
+        await asyncio.sleep(0.3)
+        holding = False
+
+    rebalance = asyncio.ensure_future(rebalance_soon())
+    with pytest.raises(BatchGivenUp, match="a rebalance"):
+        await wait_until_due([retry(60)], lambda: holding)
+    await rebalance
+
+    assert time.monotonic() - started < 0.3 + 2 * CHECK_EVERY_SECONDS

@@ -1,0 +1,149 @@
+"""No password is ever printed, whatever is wrong with the URL that carries it.
+
+Contract: a ``DATABASE_URL`` or ``REDIS_URL`` holding the password ``s3cret``
+that has no scheme, an unsupported scheme, a port that is no number or a
+shape no parser reads is refused at start-up by the settings with a message
+that names the variable and what is wrong, but not the value; the worker's
+start, ``python -m dlq``, ``python -m app trace`` and ``python -m app.db.migrate``
+then print one such line (no traceback) and exit with code 2. A well-formed URL
+to a database that does not answer is shown with its password masked.
+(Databases are pointed at a port nothing listens on, so nothing is reached.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from app.__main__ import build_cli
+from app.db import migrate
+from app.runtime.entry import build_app_or_exit
+from app.settings import Settings, get_settings
+from dlq.cli import cli as dlq_cli
+
+PASSWORD = "s3cret"
+
+BAD_DATABASE_URLS = [
+    f"app:{PASSWORD}@db.internal/orders",  # no scheme: the defect
+    f"app:{PASSWORD}@db.internal:5432",
+    f"oracle://app:{PASSWORD}@db.internal/orders",
+    f"postgresql://app:{PASSWORD}@db.internal:notaport/orders",
+    f"mysql://app:{PASSWORD}@db.internal:99999999/orders",
+    f"postgresql://app:{PASSWORD}@db internal/orders",
+]
+BAD_REDIS_URLS = [
+    f":{PASSWORD}@cache.internal:6379/0",
+    f"memcached://:{PASSWORD}@cache.internal/0",
+    f"redis://:{PASSWORD}@cache.internal:notaport/0",
+]
+UNREACHABLE = f"postgresql://app:{PASSWORD}@127.0.0.1:1/orders"
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Only what a test sets: no DATABASE_URL or REDIS_URL from the machine."""
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("BROKER_URL", "kafka://127.0.0.1:1")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def _one_clean_line(output: str) -> None:
+    assert PASSWORD not in output
+    assert "Traceback" not in output
+
+
+@pytest.mark.parametrize("url", BAD_DATABASE_URLS)
+def test_the_settings_name_a_bad_database_url_without_quoting_it(url: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        Settings(database_url=url)
+
+    errors = raised.value.errors()
+    assert PASSWORD not in " ".join(error["msg"] for error in errors)
+    assert [error["loc"] for error in errors] == [("database_url",)]
+
+
+@pytest.mark.parametrize("url", BAD_REDIS_URLS)
+def test_the_settings_name_a_bad_redis_url_without_quoting_it(url: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        Settings(redis_url=url)
+
+    errors = raised.value.errors()
+    assert PASSWORD not in " ".join(error["msg"] for error in errors)
+    assert [error["loc"] for error in errors] == [("redis_url",)]
+
+
+@pytest.mark.parametrize("url", BAD_DATABASE_URLS)
+def test_the_worker_refuses_to_start_in_one_line(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", url)
+
+    with pytest.raises(SystemExit) as exited:
+        build_app_or_exit()
+
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2
+    _one_clean_line(out + err)
+    assert "DATABASE_URL" in err
+
+
+@pytest.mark.parametrize("url", [*BAD_DATABASE_URLS, UNREACHABLE])
+def test_migrate_says_what_is_wrong_in_one_line(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", url)
+
+    with pytest.raises(SystemExit) as exited:
+        migrate.main([])
+
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2
+    _one_clean_line(out + err)
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("url", BAD_DATABASE_URLS)
+def test_the_dlq_command_refuses_a_bad_url_in_one_line(url: str) -> None:
+    result = CliRunner().invoke(dlq_cli, ["list"], env={"DATABASE_URL": url})
+
+    assert result.exit_code == 2, result.output
+    _one_clean_line(result.output)
+    assert "DATABASE_URL" in result.output
+
+
+@pytest.mark.parametrize("url", BAD_REDIS_URLS)
+def test_the_dlq_command_refuses_a_bad_redis_url_in_one_line(url: str) -> None:
+    result = CliRunner().invoke(dlq_cli, ["list"], env={"REDIS_URL": url})
+
+    assert result.exit_code == 2, result.output
+    _one_clean_line(result.output)
+
+
+@pytest.mark.parametrize("url", [*BAD_DATABASE_URLS, UNREACHABLE])
+@pytest.mark.parametrize("how", ["environment", "option"])
+def test_trace_says_what_is_wrong_in_one_line(url: str, how: str) -> None:
+    if how == "option":
+        result = CliRunner().invoke(build_cli(), ["trace", "e-1", "--database-url", url])
+    else:
+        result = CliRunner().invoke(build_cli(), ["trace", "e-1"], env={"DATABASE_URL": url})
+
+    assert result.exit_code == 2, result.output
+    _one_clean_line(result.output)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_an_unreachable_database_is_shown_with_its_password_masked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", UNREACHABLE)
+
+    with pytest.raises(SystemExit):
+        migrate.main([])
+
+    assert "app:***@127.0.0.1:1" in capsys.readouterr().err

@@ -1,0 +1,114 @@
+"""``/ready`` fails when no batch has completed for ``READY_STALL_SECONDS`` while records wait.
+
+Contract: the progress check passes while batches complete, or while nothing
+waits (an idle topic is no stall), and fails once no batch has completed for
+longer than the limit while the lag counts records waiting; the time counts
+from the worker's start until the first batch. A batch that raised does not
+count as completed. Lag on a topic whose batch is sleeping until its retry
+records are due is a wait intended, and does not count as records waiting.
+Lag that cannot be read leaves the check passing (nothing to judge by).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from app.monitoring import readiness
+from app.monitoring.progress import Progress
+from app.pipeline.outcomes import Outcome
+from app.records import RawRecord
+
+LIMIT = 60.0
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def record(topic: str = "orders") -> RawRecord:
+    return RawRecord(topic, 0, 7, b"o-1", b"{}", timestamp_ms=1_000)
+
+
+async def nothing(records: Sequence[RawRecord]) -> list[Outcome]:
+    return []
+
+
+async def broken(records: Sequence[RawRecord]) -> list[Outcome]:
+    raise RuntimeError("bug")
+
+
+def check(progress: Progress, lag: dict[tuple[str, int], int] | None) -> readiness.Check:
+    waiting = None if lag is None else progress.records_waiting(lag)
+    return readiness.progress(waiting, progress.since_last_batch(), LIMIT)
+
+
+def test_records_waiting_with_no_batch_since_the_start_for_too_long_is_a_stall() -> None:
+    clock = Clock()
+    progress = Progress(monotonic=clock)
+
+    clock.now += LIMIT - 1
+    assert check(progress, {("orders", 0): 5}).ok
+    clock.now += 2
+    stalled = check(progress, {("orders", 0): 5})
+
+    assert not stalled.ok
+    assert stalled.name == "progress"
+    assert "5 record(s) wait" in stalled.detail
+
+
+async def test_a_completed_batch_starts_the_count_again() -> None:
+    clock = Clock()
+    progress = Progress(monotonic=clock)
+    clock.now += LIMIT + 30
+
+    await progress.run(nothing, [record()])
+    clock.now += LIMIT - 1
+
+    assert check(progress, {("orders", 0): 5}).ok
+
+
+async def test_a_batch_that_raised_is_not_progress() -> None:
+    clock = Clock()
+    progress = Progress(monotonic=clock)
+    clock.now += LIMIT + 1
+
+    with pytest.raises(RuntimeError):
+        await progress.run(broken, [record()])
+
+    assert not check(progress, {("orders", 0): 1}).ok
+
+
+def test_nothing_waiting_is_no_stall_however_long_it_is_quiet() -> None:
+    clock = Clock()
+    progress = Progress(monotonic=clock)
+    clock.now += 10 * LIMIT
+
+    assert check(progress, {("orders", 0): 0, ("orders", 1): 0}).ok
+    assert check(progress, {}).ok
+
+
+def test_a_retry_tier_sleeping_until_its_records_are_due_is_no_stall() -> None:
+    clock = Clock()
+    progress = Progress(monotonic=clock)
+    clock.now += 10 * LIMIT
+    lag = {("orders.retry.5m", 0): 3, ("orders", 0): 0}
+
+    with progress.waiting_until_due("orders.retry.5m"):
+        assert check(progress, lag).ok
+    assert not check(progress, lag).ok
+
+
+def test_lag_that_cannot_be_read_judges_nothing() -> None:
+    clock = Clock()
+    progress = Progress(monotonic=clock)
+    clock.now += 10 * LIMIT
+
+    assert check(progress, None).ok
