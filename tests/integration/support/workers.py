@@ -177,6 +177,8 @@ class Workers:
             BATCH_WAIT_SECONDS="0.05",
             BROKER_SESSION_TIMEOUT_SECONDS=str(SESSION_TIMEOUT_SECONDS),
             MIGRATE_ON_START="true",
+            # Tansu 0.6 answers aiokafka's InitProducerId with an error (see app.outbox.broker).
+            RELAY_IDEMPOTENT="false",
         )
         env.update(extra or {})
         return env
