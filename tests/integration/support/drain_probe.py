@@ -17,20 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, MetaData, String, Table
-
 from app.db.dialect import add_to_counter
 from app.registry import handler
+from handlers.tables import user_points
 
 CONSUMER = "drain-probe"
 PREFIX = "tally:"
 
-user_points = Table(
-    "user_points",
-    MetaData(),
-    Column("user_id", String(128), primary_key=True),
-    Column("balance", BigInteger, nullable=False),
-)
 
 
 class ProbeFailure(RuntimeError):
