@@ -138,6 +138,7 @@ class Relay:
         self._stop = asyncio.Event()
         self._stop_at: float | None = None
         self._held: list[int] = []
+        self.published = 0  # rows this relay marked PUBLISHED
 
     @property
     def owner(self) -> str:
@@ -337,6 +338,7 @@ class Relay:
                 len(cycle.rows),
             )
             return
+        self.published += len(cycle.published)
         metrics.relay_published(
             [(now - aware(row["created_at"])).total_seconds() for row in cycle.published]
         )

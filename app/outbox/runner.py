@@ -104,7 +104,7 @@ class RelayRunner:
             self._tasks = []
         await self.broker.stop()
         await self.engine.dispose()
-        log.info("relay %s stopped", self.relay.owner)
+        log.info("relay %s stopped: %d row(s) published", self.relay.owner, self.relay.published)
 
     async def _run(self) -> None:
         try:
