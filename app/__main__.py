@@ -11,7 +11,13 @@ from importlib import import_module
 
 import typer
 
-COMMAND_MODULES = ("app.demo.cli", "app.trace.cli", "dlq.cli", "app.outbox.relay_cli")
+COMMAND_MODULES = (
+    "app.demo.cli",
+    "app.trace.cli",
+    "dlq.cli",
+    "app.outbox.relay_cli",
+    "app.outbox.cli",
+)
 
 
 def build_cli() -> typer.Typer:

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select, update
 
 from app.db.engine import create_engine, session_factory
 from app.db.tables import outbox_event
 from app.outbox import NewEvent, add_events
+from app.outbox.broker import KafkaBroker
+from app.outbox.relay import Relay, RelayConfig
 from tests.integration.support.dlq import records
-from tests.integration.support.workers import Stream
+from tests.integration.support.workers import REPO_ROOT, Stream
 
 
 def versions_of(
@@ -89,3 +96,63 @@ def copies(envelopes: Iterable[dict[str, Any]]) -> dict[str, int]:
     return {event_id: n for event_id, n in counted.items() if n > 1}
 
 
+
+
+@asynccontextmanager
+async def relay_on(
+    database_url: str, broker_url: str, **config: Any
+) -> AsyncIterator[Relay]:
+    """A relay in this process (``config``: ``RelayConfig`` fields), its producer started."""
+    engine = create_engine(database_url, pool_size=2)
+    broker = KafkaBroker(broker_url, idempotent=False)  # Tansu 0.6 refuses idempotence
+    await broker.start()
+    try:
+        yield Relay(session_factory(engine), broker, RelayConfig(**config))
+    finally:
+        await broker.stop()
+        await engine.dispose()
+
+
+async def until_idle(relay: Relay, within: float = 30) -> None:
+    """Run ``relay`` cycle after cycle until a claim finds nothing."""
+    deadline = asyncio.get_running_loop().time() + within
+    while await relay.run_once():
+        assert asyncio.get_running_loop().time() < deadline, "the relay never ran out of rows"
+
+
+async def claimed_by_a_dead_relay(database_url: str, ids: Sequence[int], until: datetime) -> None:
+    """Leave ``ids`` as a relay that claimed them and died would: ``PROCESSING`` under its
+    lease until ``until``."""
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                update(outbox_event)
+                .where(outbox_event.c.id.in_(list(ids)))
+                .values(status="PROCESSING", lease_owner="dead-relay", lease_expires_at=until)
+            )
+    finally:
+        await engine.dispose()
+
+
+async def insert_raw(database_url: str, *values: dict[str, Any]) -> None:
+    """Insert rows as a producer outside Python might (only the columns given)."""
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        async with engine.begin() as conn:
+            for row in values:
+                await conn.execute(insert(outbox_event).values(**row))
+    finally:
+        await engine.dispose()
+
+
+async def app_command(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run ``python -m app *args``; its exit code, stdout and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "app", *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "200", **(env or {})},
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    return process.returncode or 0, out.decode(), err.decode()

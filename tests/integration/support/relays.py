@@ -8,43 +8,19 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from tests.integration.support.workers import REPO_ROOT, STOP_TIMEOUT_SECONDS
+from tests.integration.support.workers import REPO_ROOT, STOP_TIMEOUT_SECONDS, ChildProcess
 
 
-@dataclass
-class RelayProcess:
+class RelayProcess(ChildProcess):
     """One running relay; ``kill`` is a crash (SIGKILL), ``stop`` a graceful shutdown."""
-
-    name: str
-    process: subprocess.Popen[bytes]
-    log_path: Path
-
-    @property
-    def alive(self) -> bool:
-        """True while the process has not exited."""
-        return self.process.poll() is None
-
-    def kill(self) -> None:
-        """SIGKILL the relay and reap it."""
-        if self.alive:
-            os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
 
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> int:
         """SIGTERM the relay and wait for it to exit; returns its exit code."""
         if self.alive:
             self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=timeout)
-
-    def log(self) -> str:
-        """Everything the relay logged so far."""
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
 
     def describe(self) -> str:
         """State and log path, for assertion messages."""
