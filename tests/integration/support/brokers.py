@@ -2,8 +2,10 @@
 
 The broker advertises the proxy's address, so every connection a client makes
 (not only the first) goes through the proxy. ``cut_off`` blackholes it: what the
-workers send is held, unacknowledged; ``restore`` resets every connection (what
-was held is dropped, as a crashed client's unsent bytes are) and forwards again.
+clients send is held, unacknowledged; ``restore`` resets every connection (what
+was held is dropped, as if it never left the client) and forwards again;
+``deliver_held`` forwards again without resetting (what was held arrives late, as
+after a network partition healed: the broker takes records whose sender is gone).
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ class OwnBroker:
     def cut_off(self) -> None:
         """Nothing sent through the proxy reaches the broker, nor is answered."""
         self.proxy.blackhole()
+
+    def deliver_held(self) -> None:
+        """Forward again, what was held first."""
+        self.proxy.heal()
 
     def restore(self) -> None:
         """Drop what was held (every connection reset), then forward again."""
