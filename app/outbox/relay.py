@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import secrets
 import socket
@@ -51,6 +52,7 @@ T = TypeVar("T")
 Clock = Callable[[], datetime]
 log = logging.getLogger("effectively_once.relay")
 STOP_GRACE_SECONDS = 5.0
+WAIT_LOG_SECONDS = 30.0  # a relay waiting on the broker says so this often
 
 
 class Broker(Protocol):
@@ -271,6 +273,7 @@ class Relay:
         """Wait for every future, renewing the lease meanwhile; gives up only when stopping."""
         waiting = [f for f in futures if not f.done()]
         renew_every = self.config.lease_seconds / 3
+        started, said = time.monotonic(), -math.inf
         while waiting:
             timeout = renew_every
             if self.stopping:
@@ -280,10 +283,15 @@ class Relay:
             await asyncio.wait(waiting, timeout=min(timeout, renew_every))
             waiting = [f for f in waiting if not f.done()]
             if waiting and not self.stopping:
-                log.warning(
-                    "waiting for the broker to acknowledge %d record(s); the lease is renewed",
-                    len(waiting),
-                )
+                waited = time.monotonic() - started
+                if waited - said >= WAIT_LOG_SECONDS:
+                    said = waited
+                    log.warning(
+                        "waiting %.0fs for the broker to acknowledge %d record(s); "
+                        "the lease on them is kept",
+                        waited,
+                        len(waiting),
+                    )
                 await self._renew()
 
     async def _renew(self) -> None:
@@ -436,8 +444,10 @@ class Relay:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    name, text = type(exc).__name__, str(exc).strip()
+    if not text:
+        return name
+    return text if text.startswith(name) else f"{name}: {text}"
 
 
 def _missing_table(exc: BaseException | None) -> bool:

@@ -36,6 +36,11 @@ class OwnBroker:
         """Nothing sent through the proxy reaches the broker, nor is answered."""
         self.proxy.blackhole()
 
+    def take_down(self) -> None:
+        """The broker is gone: connections reset, new ones refused (until ``restore``)."""
+        self.proxy.refuse()
+        self.proxy.reset()
+
     def deliver_held(self) -> None:
         """Forward again, what was held first."""
         self.proxy.heal()
