@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "dlq.cli",
     "app.outbox.relay_cli",
     "app.outbox.cli",
+    "app.db.cleanup_cli",
 )
 
 

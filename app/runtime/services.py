@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import logging
 from dataclasses import dataclass
@@ -12,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app import metrics
 from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.identity import read_identity
+from app.db.retention import Retention, keep_cleaning
 from app.errors import ConfigurationError
 from app.monitoring import pauses
 from app.pipeline.classify import is_infrastructure
@@ -53,9 +56,14 @@ class Services:
     processor: BatchProcessor
     prefilter: Prefilter | None = None
     relay: RelayRunner | None = None
+    cleaner: asyncio.Task[None] | None = None
 
     async def close(self) -> None:
         """Stop the relay (it hands back what it did not publish), release the connections."""
+        if self.cleaner is not None:
+            self.cleaner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.cleaner
         if self.relay is not None:
             await self.relay.stop()
         if self.prefilter is not None:
@@ -117,7 +125,14 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
             "RELAY_ENABLED=false: this worker's outbox rows (retry and DLT records, emitted "
             "events) wait for a relay of their own (python -m app relay)"
         )
-    return Services(settings, engine, processor, prefilter, relay)
+    cleaner = None
+    if settings.cleanup_interval.total_seconds() > 0:
+        cleaner = asyncio.ensure_future(
+            keep_cleaning(
+                engine, Retention.of(settings), settings.cleanup_interval.total_seconds()
+            )
+        )
+    return Services(settings, engine, processor, prefilter, relay, cleaner)
 
 
 async def _identity(engine: AsyncEngine) -> str:
