@@ -137,7 +137,7 @@ def test_the_events_outbox_rows_are_shown(database_url: str) -> None:
     assert (unsent.event_type, unsent.aggregate_id) == ("OrderCreated", "o-2")
     [row] = unsent.outbox
     assert (row.status, row.last_error) == ("DEAD", "no topic")
-    result = run(UNSENT, "--database-url", database_url)
+    result = run(UNSENT, "--database-url", database_url, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "DEAD" in result.stdout and "no topic" in result.stdout
 
