@@ -106,10 +106,9 @@ class KafkaBroker:
         self._started = True
 
     async def stop(self) -> None:
-        """Flush what is queued and disconnect."""
-        if self._started:
-            self._started = False
-            await self._producer.stop()
+        """Flush what is queued and disconnect (a producer never started is closed too)."""
+        self._started = False
+        await self._producer.stop()
 
     async def missing_topics(self, topics: set[str]) -> set[str]:
         """Which of ``topics`` the broker does not have (asks it when one is not known, or
