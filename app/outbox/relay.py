@@ -19,8 +19,9 @@ the lease) so that no other relay takes the rows while it waits. A relay that
 dies holding a lease loses it when the lease expires; the rows are then claimed
 again and published again if they had been (at least once; consumers dedup).
 
-Between cycles the relay sleeps ``poll_interval`` unless the last claim was full,
-or ``wake()`` is called (the worker does after a commit that wrote rows).
+Between cycles the relay sleeps ``poll_interval`` unless the last claim was full
+(longer while it keeps finding nothing), or ``wake()`` is called (the worker does
+after a commit that wrote rows).
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class RelayConfig:
     max_attempts: int = 10
     lease_seconds: float = 30.0
     poll_interval: float = 0.05
+    idle_poll_max: float = 1.0
     attempt_backoff: Backoff = field(default_factory=lambda: Backoff(1.0, 300.0))
     pause_backoff: Backoff = field(default_factory=Backoff)
     owner: str = field(default_factory=lambda: default_owner())
@@ -168,17 +170,32 @@ class Relay:
         return self._stop.is_set()
 
     async def run(self) -> None:
-        """Claim, publish and settle until stopped."""
+        """Claim, publish and settle until stopped.
+
+        After a full claim the next one follows at once; after one that found rows, in
+        ``poll_interval``; after each empty one the wait doubles, up to
+        ``idle_poll_max``, so an idle relay costs the database little (``wake`` ends
+        the wait at once: the worker calls it after writing rows)."""
+        pause = self.config.poll_interval
         while not self.stopping:
             try:
                 claimed = await self.run_once()
             except RelayStopped:
                 break
             metrics.relay_polled()
-            if claimed < self.config.batch_size:
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.config.poll_interval)
+            if claimed >= self.config.batch_size:
+                pause = self.config.poll_interval
+                continue
+            pause = (
+                self.config.poll_interval
+                if claimed
+                else min(pause * 2, max(self.config.idle_poll_max, self.config.poll_interval))
+            )
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), pause)
+            if self._wake.is_set():
+                pause = self.config.poll_interval
 
     async def run_once(self) -> int:
         """One claim, its publication and its settlement; returns how many rows it claimed."""

@@ -35,6 +35,7 @@ def relay_config(settings: Settings) -> RelayConfig:
         max_attempts=settings.relay_max_attempts,
         lease_seconds=settings.relay_lease_seconds,
         poll_interval=settings.relay_poll_interval_seconds,
+        idle_poll_max=settings.relay_idle_poll_max_seconds,
         attempt_backoff=Backoff(
             settings.relay_backoff_initial_seconds, settings.relay_backoff_max_seconds
         ),
