@@ -17,8 +17,12 @@ transaction of three steps:
 2. *lock*: ``SELECT ... FOR UPDATE SKIP LOCKED`` the planned rows; the statement
    returns each row as last committed;
 3. *keep*: of each chain, only the prefix that this relay locked *and* that is still
-   claimable as locked (``keep_prefixes``, pure); mark those ``PROCESSING`` with
-   this relay's lease, and commit.
+   claimable as locked (``keep_prefixes``, pure);
+4. *check*: drop every kept chain whose aggregate has, as last committed now, an
+   unpublished row before it (``_first_in_line``): the scan's statements each saw
+   their own moment, so a row that went from ``PENDING`` to ``PROCESSING`` between
+   two of them was seen by neither; mark the rest ``PROCESSING`` with this relay's
+   lease, and commit.
 
 A row skipped in step 2 (locked by another claim) or changed since step 1 (claimed
 and committed by another relay) cuts its chain there: the rows after it are not
@@ -39,17 +43,18 @@ commit order; consumers put versioned events in order again whatever happens.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import not_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.dialect import backend, one_of
 from app.db.tables import outbox_event as t
-from app.outbox.status import OutboxStatus
+from app.outbox.status import UNPUBLISHED, OutboxStatus
 
 Aggregate = tuple[str, str]
 # Scanning stops after this many pages of unpublished rows, and later pages leave out at
@@ -143,12 +148,16 @@ async def claim(
     now: datetime,
     lease_until: datetime,
     limit: int,
+    floor: Floor | None = None,
 ) -> list[dict[str, Any]]:
     """Claim up to ``limit`` rows for ``owner`` until ``lease_until``; the caller's transaction
-    commits them as ``PROCESSING``. Returns the claimed rows in id order."""
+    commits them as ``PROCESSING``. Returns the claimed rows in id order. ``floor`` (kept by
+    the caller from one claim to the next) lets the scan start at the lowest row that was
+    unpublished last time."""
     dialect = backend(session)
     planner = Planner(now, limit)
-    await _scan(session, planner, limit)
+    floor = floor or Floor()
+    await _scan(session, planner, limit, floor)
     candidates = [row_id for chain in planner.chains.values() for row_id in chain]
     if not candidates:
         return []
@@ -158,6 +167,8 @@ async def claim(
     rows = {row["id"]: dict(row) for row in (await session.execute(lock)).mappings()}
     locked = {row_id: _seen([row[c.name] for c in _SCAN_COLUMNS]) for row_id, row in rows.items()}
     kept = keep_prefixes(planner.chains, locked, now)
+    if kept:
+        kept = await _first_in_line(session, dialect, [rows[row_id] for row_id in kept])
     if not kept:
         return []
     await session.execute(
@@ -177,18 +188,83 @@ async def claim(
     return claimed
 
 
-async def _scan(session: AsyncSession, planner: Planner, page: int) -> None:
-    """Feed ``planner`` every unpublished row in id order, a page of ``PENDING`` rows at a time
-    (with the ``PROCESSING`` rows among them), until it is full or the rows run out."""
+async def _first_in_line(
+    session: AsyncSession, dialect: str, kept: list[dict[str, Any]]
+) -> list[int]:
+    """Of the locked chains, those whose aggregate has no unpublished row before them now.
+
+    The scan's statements each see the rows as last committed when that statement ran
+    (READ COMMITTED): a row can go from ``PENDING`` to ``PROCESSING`` between them and be
+    seen by neither. This check runs after the lock and sees the latest commits (a row
+    another relay is changing counts with its last committed status, unpublished), so
+    the rule holds whatever the scan missed.
+    """
+    mine = {row["id"] for row in kept}
+    heads: dict[Aggregate, int] = {}
+    for row in kept:
+        agg = (row["aggregate_type"], row["aggregate_id"])
+        heads[agg] = min(heads.get(agg, row["id"]), row["id"])
+    ahead = await session.execute(
+        select(t.c.id, t.c.aggregate_type, t.c.aggregate_id).where(
+            one_of(dialect, t.c.aggregate_id, sorted({agg[1] for agg in heads})),
+            t.c.status.in_([status.value for status in UNPUBLISHED]),
+            t.c.id < max(heads.values()),
+        )
+    )
+    waiting = {
+        (agg_type, agg_id)
+        for row_id, agg_type, agg_id in ahead
+        if row_id not in mine and row_id < heads.get((agg_type, agg_id), -1)
+    }
+    return [
+        row["id"] for row in kept if (row["aggregate_type"], row["aggregate_id"]) not in waiting
+    ]
+
+
+@dataclass
+class Floor:
+    """Below which id every row was published or dead at the last scan.
+
+    Scanning from there skips the published rows at the head of the table, and with them
+    the index entries their earlier versions left (``PENDING``, ``PROCESSING``) until
+    vacuum removes them: without it every claim walked those of every row shipped so far.
+    A row below the floor becomes unpublished again only when an operator re-queues it, or
+    when it commits after later rows (the limit above): every ``REFRESH_SECONDS`` the scan
+    starts from the beginning again.
+    """
+
+    id: int = 0
+    since: float = field(default_factory=time.monotonic)
+
+    REFRESH_SECONDS: ClassVar[float] = 10.0
+
+    def start(self) -> int:
+        """The id to scan from (0: from the beginning, now and then)."""
+        if time.monotonic() - self.since > self.REFRESH_SECONDS:
+            self.id, self.since = 0, time.monotonic()
+        return self.id
+
+    def saw(self, lowest: int | None) -> None:
+        """The scan's lowest unpublished id (None: it found none: keep the floor)."""
+        if lowest is not None:
+            self.id = lowest
+
+
+async def _scan(session: AsyncSession, planner: Planner, page: int, floor: Floor) -> None:
+    """Feed ``planner`` every unpublished row from ``floor`` on in id order, a page of
+    ``PENDING`` rows at a time (with the ``PROCESSING`` rows among them), until it is full
+    or the rows run out."""
+    start = floor.start()
     processing = [
         _seen(row)
         for row in await session.execute(
             select(*_SCAN_COLUMNS)
-            .where(t.c.status == OutboxStatus.PROCESSING.value)
+            .where(t.c.status == OutboxStatus.PROCESSING.value, t.c.id >= start)
             .order_by(t.c.id)
         )
     ]
-    after = 0
+    after = start - 1
+    lowest: int | None = processing[0].id if processing else None
     for _ in range(MAX_SCAN_PAGES):
         query = select(*_SCAN_COLUMNS).where(
             t.c.status == OutboxStatus.PENDING.value, t.c.id > after
@@ -197,6 +273,11 @@ async def _scan(session: AsyncSession, planner: Planner, page: int) -> None:
         if excluded:
             query = query.where(not_(tuple_(t.c.aggregate_type, t.c.aggregate_id).in_(excluded)))
         pending = [_seen(row) for row in await session.execute(query.order_by(t.c.id).limit(page))]
+        if pending and after == start - 1:
+            lowest = min(pending[0].id, lowest if lowest is not None else pending[0].id)
+            floor.saw(lowest)
+        elif lowest is not None and after == start - 1:
+            floor.saw(lowest)
         last = pending[-1].id if len(pending) == page else None
         mine = [row for row in processing if last is None or row.id <= last]
         processing = processing[len(mine) :]

@@ -44,7 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app import metrics
 from app.outbox import settle
 from app.outbox.broker import is_row_fault
-from app.outbox.claim import aware, claim
+from app.outbox.claim import Floor, aware, claim
 from app.outbox.message import BadRow, Message, message_of
 from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, OnPause
@@ -72,7 +72,7 @@ class Broker(Protocol):
 class RelayConfig:
     """How one relay claims and retries (the ``RELAY_*`` settings)."""
 
-    batch_size: int = 500
+    batch_size: int = 1_000
     max_attempts: int = 10
     lease_seconds: float = 30.0
     poll_interval: float = 0.05
@@ -142,6 +142,7 @@ class Relay:
         self._stop = asyncio.Event()
         self._stop_at: float | None = None
         self._held: list[int] = []
+        self._floor = Floor()
         self.published = 0  # rows this relay marked PUBLISHED
 
     @property
@@ -223,7 +224,7 @@ class Relay:
         return len(rows)
 
     async def _claim(self, session: AsyncSession, now: datetime, until: datetime) -> list[Any]:
-        return await claim(session, self.owner, now, until, self.config.batch_size)
+        return await claim(session, self.owner, now, until, self.config.batch_size, self._floor)
 
     # --- publishing -----------------------------------------------------------------------
 
