@@ -69,9 +69,7 @@ class Cleaned:
     failed_event: int = 0
 
 
-async def clean(
-    engine: AsyncEngine, retention: Retention, now: datetime | None = None
-) -> Cleaned:
+async def clean(engine: AsyncEngine, retention: Retention, now: datetime | None = None) -> Cleaned:
     """Delete what ``retention`` no longer keeps; returns how many rows of each table."""
     now = now or datetime.now(UTC)
     sessions = session_factory(engine)

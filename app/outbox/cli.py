@@ -39,9 +39,7 @@ outbox = typer.Typer(
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-DatabaseUrl = Annotated[
-    str | None, typer.Option(help="Database to read (default: DATABASE_URL).")
-]
+DatabaseUrl = Annotated[str | None, typer.Option(help="Database to read (default: DATABASE_URL).")]
 Json = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 
 

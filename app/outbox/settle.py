@@ -32,9 +32,7 @@ class Failed:
     error: str
 
 
-async def _update_held(
-    session: AsyncSession, owner: str, ids: Sequence[int], **values: Any
-) -> int:
+async def _update_held(session: AsyncSession, owner: str, ids: Sequence[int], **values: Any) -> int:
     """Set ``values`` on the rows of ``ids`` this relay still holds; how many it held."""
     if not ids:
         return 0

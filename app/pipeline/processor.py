@@ -221,7 +221,6 @@ class BatchProcessor:
             for p, r in zip(poison, routed, strict=True)
         ]
 
-
     def _outbox_written(self) -> None:
         if self.on_outbox is not None:
             self.on_outbox()

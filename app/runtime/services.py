@@ -128,9 +128,7 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
     cleaner = None
     if settings.cleanup_interval.total_seconds() > 0:
         cleaner = asyncio.ensure_future(
-            keep_cleaning(
-                engine, Retention.of(settings), settings.cleanup_interval.total_seconds()
-            )
+            keep_cleaning(engine, Retention.of(settings), settings.cleanup_interval.total_seconds())
         )
     return Services(settings, engine, processor, prefilter, relay, cleaner)
 

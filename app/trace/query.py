@@ -72,9 +72,7 @@ class Trace:
     @property
     def found(self) -> bool:
         """True when some table has a row for the event."""
-        return bool(self.outbox) or any(
-            f.state not in ("stale", "not seen") for f in self.findings
-        )
+        return bool(self.outbox) or any(f.state not in ("stale", "not seen") for f in self.findings)
 
 
 async def trace_event(
@@ -97,9 +95,7 @@ async def trace_event(
         own = next((row for row in outbox if row[1].kind == "event"), None)
         if own is None:
             return Trace(event_id, outbox=tuple(row for _, row in outbox))
-        return Trace(
-            event_id, outbox=tuple(row for _, row in outbox), **own[0]
-        )
+        return Trace(event_id, outbox=tuple(row for _, row in outbox), **own[0])
     event = {key: known.get(key) for key in ("event_type", "aggregate_type", "aggregate_id")}
     version = known.get("aggregate_version")
     recorded = {r["consumer_group"] for r in [*consumed, *parked, *failed]}

@@ -81,9 +81,7 @@ async def test_rows_inserted_with_plain_sql_ship_as_written(
         await until_idle(relay)
 
     assert {r["status"] for r in await rows(migrated_database, "status")} == {"PUBLISHED"}
-    sent = {
-        orjson.loads(r.value or b"")["eventId"]: r for r in await records(stream, stream.topic)
-    }
+    sent = {orjson.loads(r.value or b"")["eventId"]: r for r in await records(stream, stream.topic)}
     assert set(sent) == {"EVT-1", "evt-1", "EVT-2"}
     for event_id, aggregate_id, _, extra in written:
         record = sent[event_id]

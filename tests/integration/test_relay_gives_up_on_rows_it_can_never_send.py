@@ -82,7 +82,9 @@ async def test_rows_that_cannot_be_sent_go_dead_and_the_rest_ships(
         assert found["lost"]["last_error"] == f"topic {missing!r} does not exist on the broker"
         on_topic = await shipped(stream, stream.topic)
         assert sorted((e["aggregateId"], e["aggregateVersion"]) for e in on_topic) == [
-            ("broken", 2), ("good", 1), ("good", 2)
+            ("broken", 2),
+            ("good", 1),
+            ("good", 2),
         ]
         assert await records(stream, missing) == []  # the relay created no topic
 
@@ -90,7 +92,8 @@ async def test_rows_that_cannot_be_sent_go_dead_and_the_rest_ships(
         code, listed, _ = await app_command("outbox", "list", "--json", env=env)
         assert code == 0
         assert {r["aggregate_id"]: r["status"] for r in orjson.loads(listed)} == {
-            "broken": "DEAD", "lost": "DEAD"
+            "broken": "DEAD",
+            "lost": "DEAD",
         }
         lost = found["lost"]["id"]
         await ensure_topic(stream.bootstrap, missing, 1)
@@ -101,5 +104,8 @@ async def test_rows_that_cannot_be_sent_go_dead_and_the_rest_ships(
     assert [e["aggregateId"] for e in await shipped(stream, missing)] == ["lost"]
     final = {(r["aggregate_id"], r["status"]) for r in await rows(migrated_database, *columns)}
     assert final == {
-        ("good", "PUBLISHED"), ("broken", "DEAD"), ("broken", "PUBLISHED"), ("lost", "PUBLISHED")
+        ("good", "PUBLISHED"),
+        ("broken", "DEAD"),
+        ("broken", "PUBLISHED"),
+        ("lost", "PUBLISHED"),
     }

@@ -69,9 +69,13 @@ async def test_a_relay_killed_mid_batch_loses_nothing(
             expected = workload.expected
             await eventually(
                 db.consumed_counts,
-                lambda found: found == {
-                    **every_consumer(expected.distinct_events), "tally": expected.distinct_events
-                },
+                lambda found: (
+                    found
+                    == {
+                        **every_consumer(expected.distinct_events),
+                        "tally": expected.distinct_events,
+                    }
+                ),
                 what="every event consumed",
                 within=90,
                 workers=[worker],
@@ -88,7 +92,6 @@ async def test_a_relay_killed_mid_batch_loses_nothing(
     assert await db.notification_count() == expected.notifications
     assert await db.tallies() == dict.fromkeys((r["event_id"] for r in written), 1)
     assert await db.parked_count() == 0
-
 
 
 async def kill_mid_batch(

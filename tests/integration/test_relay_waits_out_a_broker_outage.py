@@ -98,4 +98,3 @@ async def test_rows_wait_out_a_broker_outage_and_all_ship_after(
     assert len({e["eventId"] for e in on_topic}) == sum(len(rows) for rows in batches.values())
     assert out_of_order(on_topic, copies=True) == []
     assert all("broker unreachable?" in log for log in logs)
-

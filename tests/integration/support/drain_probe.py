@@ -25,7 +25,6 @@ CONSUMER = "drain-probe"
 PREFIX = "tally:"
 
 
-
 class ProbeFailure(RuntimeError):
     """The failure the test asked for."""
 
