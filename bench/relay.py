@@ -37,6 +37,7 @@ from bench.latency import percentile
 from bench.results import Row
 from bench.scenarios import THREE, check, describe, framework_env
 from bench.session import Session
+from bench.steal import cpu_times, steal_percent
 from bench.workload import SEED, make_workload, orders_for
 from dlq.broker import read_topic
 
@@ -178,6 +179,7 @@ async def throughput(session: Session) -> Row:
     await write(session, rows)
     await session.database.analyze()
     relay = RelayProcess(session, "relay-throughput")
+    host_before = cpu_times()
     try:
         while (await statuses(session))[0] == 0:
             if relay.process.poll() is not None:
@@ -191,6 +193,7 @@ async def throughput(session: Session) -> Row:
             sum(map(cpu_seconds, pids)) - before.database,
         )
         load = os.getloadavg()[0]
+        stolen = steal_percent(host_before, cpu_times())
     finally:
         relay.stop()
     first, last, shipped = await published_window(session)
@@ -211,6 +214,7 @@ async def throughput(session: Session) -> Row:
             f"{spent.database * per_1k * 1000:,.1f} ms per 1,000 rows"
         ),
         load_average=load,
+        steal_percent=stolen,
         relay_cpu_ms_per_1k=spent.relay * per_1k * 1000,
         database_cpu_ms_per_1k=spent.database * per_1k * 1000,
     )
@@ -237,7 +241,13 @@ async def records_on(session: Session, topic: str) -> int:
 
 
 def latency_row(
-    name: str, label: str, rate: float, seconds: list[float], correct: bool, detail: str
+    name: str,
+    label: str,
+    rate: float,
+    seconds: list[float],
+    correct: bool,
+    detail: str,
+    stolen: float | None,
 ) -> Row:
     """A row carrying only latency figures."""
     ordered = sorted(seconds)
@@ -255,6 +265,7 @@ def latency_row(
         latency_rate=rate,
         latency_events=len(ordered),
         load_average=os.getloadavg()[0],
+        steal_percent=stolen,
     )
 
 
@@ -266,6 +277,7 @@ async def relay_latency(session: Session, rate: float = RELAY_LATENCY_RATE) -> R
     workload = make_workload(orders_for(rate * session.options.latency_seconds), seed=SEED + 2)
     rows = outbox_rows(workload, topic)
     relay = RelayProcess(session, "relay-latency")
+    host_before = cpu_times()
     try:
         await asyncio.sleep(2)  # the relay is up and polling
         await write_paced(session, rows, rate)
@@ -282,6 +294,7 @@ async def relay_latency(session: Session, rate: float = RELAY_LATENCY_RATE) -> R
         seconds,
         len(seconds) == len(rows),
         f"{len(seconds):,} of {len(rows):,} rows published",
+        steal_percent(host_before, cpu_times()),
     )
 
 
@@ -295,6 +308,7 @@ async def end_to_end(session: Session, rate: float) -> Row:
     env = framework_env(session, THREE, app_id=session.app_id("relay-e2e"), topic=topic)
     env["RELAY_ENABLED"] = "false"  # the relay process below ships the outbox
     relay = RelayProcess(session, "relay-e2e")
+    host_before = cpu_times()
     try:
         await session.measure(
             session.worker("relay-e2e", env),
@@ -317,4 +331,5 @@ async def end_to_end(session: Session, rate: float) -> Row:
         seconds,
         verdict.ok,
         describe(verdict),
+        steal_percent(host_before, cpu_times()),
     )

@@ -37,7 +37,7 @@ from tests.integration.support.workers import Workers
 pytestmark = pytest.mark.integration
 
 PROBE = "drain-probe"
-MODULES = "tests.integration.support.drain_probe"
+MODULES = "handlers,tests.integration.support.drain_probe"  # handlers: user_points
 
 
 async def failure_status(db: Database, event_id: str) -> str | None:
@@ -61,6 +61,7 @@ async def test_the_retry_of_a_drained_event_outlives_a_sigkill_before_it_was_pub
         "DRAIN_PROBE_MARKER": str(files["marker"]),
         "DRAIN_PROBE_GO": str(files["go"]),
         "DRAIN_PROBE_FIXED": str(files["fixed"]),
+        "CONSUMERS": PROBE,  # not the example consumers
         "RETRY_DELAYS": "1",
         "RELAY_LEASE_SECONDS": "2",
     }
