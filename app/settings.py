@@ -218,11 +218,6 @@ def parse_delays(text: str) -> tuple[float, ...]:
     return delays
 
 
-def describe_problems(exc: ValidationError) -> str:
-    """One line per invalid setting: ``  NAME: why``."""
-    return "\n".join(f"  {'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
-
-
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The process-wide settings, read once from the environment."""

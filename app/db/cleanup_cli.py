@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.engine import create_engine
 from app.db.retention import Cleaned, Retention, clean
-from app.settings import Settings, describe_problems
+from app.settings import Settings, describe
 
 
 def register(cli: typer.Typer) -> None:
@@ -32,7 +32,7 @@ def cleanup() -> None:
     try:
         settings = Settings()
     except ValidationError as exc:
-        _fail(f"invalid settings:\n{describe_problems(exc)}")
+        _fail("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
     retention = Retention.of(settings)
     try:
         cleaned = asyncio.run(_clean(settings.database_url, retention))

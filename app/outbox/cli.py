@@ -25,7 +25,7 @@ from app.db.engine import create_engine
 from app.db.urls import normalise_database_url
 from app.outbox import dead
 from app.outbox.status import OutboxStatus
-from app.settings import Settings, describe_problems
+from app.settings import Settings, describe
 
 T = TypeVar("T")
 # Column names come back as SQLAlchemy's str subclass, which orjson takes only when told.
@@ -136,7 +136,7 @@ def _run(
     try:
         url = normalise_database_url(option) if option else Settings().database_url
     except ValidationError as exc:
-        _fail(f"invalid settings:\n{describe_problems(exc)}")
+        _fail("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
     except ValueError as exc:
         _fail(f"--database-url is not usable: {exc}")
 

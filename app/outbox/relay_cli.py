@@ -19,7 +19,7 @@ import typer
 from pydantic import ValidationError
 
 from app.logging_setup import configure_process_logging
-from app.settings import Settings, describe_problems
+from app.settings import Settings, describe
 
 
 def register(cli: typer.Typer) -> None:
@@ -32,7 +32,7 @@ def relay() -> None:
     try:
         settings = Settings()
     except ValidationError as exc:
-        _fail(f"invalid settings:\n{describe_problems(exc)}")
+        _fail("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
     configure_process_logging(settings)
     if settings.relay_metrics_port:
         _serve_metrics(settings.relay_metrics_port)

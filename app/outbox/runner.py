@@ -40,7 +40,9 @@ def relay_config(settings: Settings) -> RelayConfig:
             settings.relay_backoff_initial_seconds, settings.relay_backoff_max_seconds
         ),
         pause_backoff=Backoff(
-            settings.infra_retry_initial_seconds, settings.infra_retry_max_seconds
+            settings.infra_retry_initial_seconds,
+            settings.infra_retry_max_seconds,
+            settings.infra_retry_jitter,
         ),
     )
 
@@ -60,7 +62,7 @@ class RelayRunner:
 
     def __post_init__(self) -> None:
         settings = self.settings
-        self.engine = create_engine(settings.database_url, RELAY_POOL_SIZE)
+        self.engine = create_engine(settings.database_url, RELAY_POOL_SIZE, settings.db_timeouts)
         config = relay_config(settings)
         self.broker = KafkaBroker(
             settings.broker_url, idempotent=settings.relay_idempotent, client_id=config.owner

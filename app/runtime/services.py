@@ -17,8 +17,8 @@ from app.db.identity import read_identity
 from app.db.retention import Retention, keep_cleaning
 from app.errors import ConfigurationError
 from app.monitoring import pauses
-from app.pipeline.classify import is_infrastructure
 from app.outbox.runner import RelayRunner
+from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, retry_in_place
 from app.pipeline.processor import BatchProcessor
 from app.pipeline.route import FailureRouter
