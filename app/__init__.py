@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         upsert,
     )
     from app.errors import ConfigurationError, PermanentError, RetryableError
+    from app.outbox import NewEvent, add_events, add_events_sync
     from app.registry import handler
     from schemas.envelope import Envelope, Event
     from schemas.registry import event_model
@@ -41,6 +42,10 @@ _PUBLIC = {
     "PermanentError": "app.errors",
     "RetryableError": "app.errors",
     "ConfigurationError": "app.errors",
+    # Events to publish, written in the caller's transaction (``ctx.emit`` in a handler).
+    "NewEvent": "app.outbox",
+    "add_events": "app.outbox",
+    "add_events_sync": "app.outbox",
     # The statements whose SQL differs between PostgreSQL, MySQL/MariaDB and SQLite.
     "add_to_counter": "app.db.dialect",
     "execute_where_in": "app.db.dialect",
@@ -56,8 +61,11 @@ __all__ = [
     "Envelope",
     "Event",
     "HandlerContext",
+    "NewEvent",
     "PermanentError",
     "RetryableError",
+    "add_events",
+    "add_events_sync",
     "add_to_counter",
     "event_model",
     "execute_where_in",

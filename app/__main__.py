@@ -11,7 +11,14 @@ from importlib import import_module
 
 import typer
 
-COMMAND_MODULES = ("app.demo.cli", "app.trace.cli", "dlq.cli")
+COMMAND_MODULES = (
+    "app.demo.cli",
+    "app.trace.cli",
+    "dlq.cli",
+    "app.outbox.relay_cli",
+    "app.outbox.cli",
+    "app.db.cleanup_cli",
+)
 
 
 def build_cli() -> typer.Typer:

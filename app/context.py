@@ -1,11 +1,15 @@
-"""What a handler sees besides its event: the transaction's session, nothing more."""
+"""What a handler sees besides its event: the transaction's session, and what it may add to it."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.outbox.event import NewEvent
 
 AfterCommit = Callable[[], Awaitable[None]]
 
@@ -15,14 +19,28 @@ class HandlerContext:
     """Handed to every handler call.
 
     ``session`` belongs to the framework's transaction: handlers never commit
-    or roll back. Work that must not happen unless the transaction commits
-    (sending an e-mail, calling another service) goes through ``after_commit``.
+    or roll back. Events the handler produces go through ``emit``: they are
+    written to the outbox in the same transaction, so they are published if and
+    only if the handler's effects committed, once. Work that must not happen
+    unless the transaction commits (sending an e-mail, calling another service)
+    goes through ``after_commit``.
     """
 
     session: AsyncSession
     consumer: str
     _after_commit: list[AfterCommit] = field(default_factory=list)
+    _emitted: list[dict[str, Any]] = field(default_factory=list)
 
     def after_commit(self, callback: AfterCommit) -> None:
         """Run ``callback`` once the batch's transaction has committed (never if it rolls back)."""
         self._after_commit.append(callback)
+
+    def emit(self, *events: NewEvent) -> list[str]:
+        """Add ``events`` to the outbox in this transaction; returns their eventIds.
+
+        Raises ``InvalidOutboxEvent`` (a handler failure) for an event no row can hold.
+        """
+        now = datetime.now(UTC)
+        rows = [event.row(now) for event in events]
+        self._emitted.extend(rows)
+        return [row["event_id"] for row in rows]

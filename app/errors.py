@@ -5,6 +5,9 @@
     EffectivelyOnceError
      ├── ConfigurationError        a mistake in settings or handler registration;
      │                             raised at import or start-up, never at run time
+     ├── InvalidOutboxEvent        (also a ValueError) an event handed to the outbox
+     │                             writer that no row can hold; raised to the caller,
+     │                             inside its transaction, before anything is written
      ├── EventError                the event's own fault: it is routed, never retried in place
      │    ├── RetryableError       a handler failed; the event may succeed later
      │    ├── PermanentError       a handler says retrying cannot help (non-retryable)
@@ -36,6 +39,10 @@ class EffectivelyOnceError(Exception):
 
 class ConfigurationError(EffectivelyOnceError):
     """Settings or handler registration are wrong; the worker must not start."""
+
+
+class InvalidOutboxEvent(EffectivelyOnceError, ValueError):
+    """An event given to the outbox writer (or ``ctx.emit``) cannot become a row."""
 
 
 class EventError(EffectivelyOnceError):

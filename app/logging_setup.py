@@ -21,6 +21,7 @@ import orjson
 
 from app.settings import Settings
 
+TEXT_FORMAT = "[%(asctime)s] [%(levelname)s] %(name)s: %(message)s"
 CONTEXT_FIELDS = (
     "eventId",
     "traceId",
@@ -75,3 +76,18 @@ def _message(record: logging.LogRecord) -> str:
         return record.getMessage()
     except Exception:  # a caller's bad format arguments must not lose the line
         return f"{record.msg!r} % {record.args!r}"
+
+
+def configure_process_logging(settings: Settings, level: int = logging.INFO) -> None:
+    """Logging for a process faust does not run (the relay): one line per event, text or JSON.
+
+    aiokafka's own connection errors are left out: the relay says itself, once per
+    attempt and in one line, what it cannot reach.
+    """
+    handler = logging.StreamHandler()
+    if settings.log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)

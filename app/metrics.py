@@ -15,6 +15,7 @@ poison, no consumer's), ``event_type`` a known eventType or ``other``,
 from __future__ import annotations
 
 import collections
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -205,6 +206,118 @@ PAUSED = Gauge(
     "1 while a batch in flight (or start-up) is paused on an infrastructure failure, else 0.",
     registry=REGISTRY,
 )
+
+
+# --- the outbox and its relay ---------------------------------------------------------------
+OUTBOX_ROWS = Gauge(
+    "effectively_once_outbox_rows",
+    "Outbox rows by status, sampled from the database (PUBLISHED rows are not counted).",
+    ["status"],
+    registry=REGISTRY,
+)
+OUTBOX_OLDEST_PENDING_AGE = Gauge(
+    "effectively_once_outbox_oldest_pending_age_seconds",
+    "Age of the oldest outbox row not yet published (PENDING or PROCESSING); 0 when none.",
+    registry=REGISTRY,
+)
+RELAY_PUBLISH_LATENCY = Histogram(
+    "effectively_once_outbox_publish_latency_seconds",
+    "From an outbox row's created_at until the relay marked it published.",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600),
+    registry=REGISTRY,
+)
+RELAY_BATCHES = Counter(
+    "effectively_once_relay_batches_total",
+    "Claims of at least one outbox row by this process's relay.",
+    registry=REGISTRY,
+)
+RELAY_PUBLISHED = Counter(
+    "effectively_once_relay_published_total",
+    "Outbox rows this process's relay published and marked PUBLISHED.",
+    registry=REGISTRY,
+)
+RELAY_FAILURES = Counter(
+    "effectively_once_relay_failures_total",
+    "Relay failures: 'row' (a row's publish failed, one attempt counted), 'broker' or "
+    "'database' (unreachable; nothing counted, retried in place).",
+    ["kind"],
+    registry=REGISTRY,
+)
+RELAY_DEAD = Counter(
+    "effectively_once_outbox_dead_total",
+    "Outbox rows that went DEAD after RELAY_MAX_ATTEMPTS failed publishes.",
+    registry=REGISTRY,
+)
+RELAY_LAST_POLL = Gauge(
+    "effectively_once_relay_last_poll_timestamp_seconds",
+    "Unix time of the relay's last completed poll (a relay that stops polling is down).",
+    registry=REGISTRY,
+)
+CLEANUP_DELETED = Counter(
+    "effectively_once_cleanup_deleted_total",
+    "Rows deleted by retention, by table.",
+    ["table"],
+    registry=REGISTRY,
+)
+RELAY_FAILURE_KINDS = ("row", "broker", "database")
+CLEANED_TABLES = ("outbox_event", "consumed_event", "failed_event")
+
+
+def initialise_outbox() -> None:
+    """The outbox's zero series (a worker with the relay on, or a relay process)."""
+    for kind in RELAY_FAILURE_KINDS:
+        RELAY_FAILURES.labels(kind)
+    for table in CLEANED_TABLES:
+        CLEANUP_DELETED.labels(table)
+    set_outbox({})
+
+
+def relay_polled() -> None:
+    """The relay finished a poll (found rows or not)."""
+    RELAY_LAST_POLL.set(time.time())
+
+
+def relay_batch(rows: int) -> None:
+    """The relay claimed ``rows`` rows and settled them."""
+    RELAY_BATCHES.inc()
+
+
+def relay_published(latencies: Sequence[float]) -> None:
+    """Rows marked published, each ``latency`` seconds after it was written."""
+    RELAY_PUBLISHED.inc(len(latencies))
+    for latency in latencies:
+        RELAY_PUBLISH_LATENCY.observe(max(0.0, latency))
+
+
+def relay_row_failures(count: int) -> None:
+    """``count`` rows' publishes failed (an attempt each)."""
+    if count:
+        RELAY_FAILURES.labels("row").inc(count)
+
+
+def relay_infrastructure_failure(dependency: str) -> None:
+    """The relay could not reach ``dependency`` (``broker`` or ``database``)."""
+    RELAY_FAILURES.labels(dependency if dependency in RELAY_FAILURE_KINDS else "broker").inc()
+
+
+def relay_dead(count: int) -> None:
+    """``count`` rows went DEAD."""
+    RELAY_DEAD.inc(count)
+
+
+def cleaned(table: str, count: int) -> None:
+    """Retention deleted ``count`` rows of ``table``."""
+    CLEANUP_DELETED.labels(table).inc(count)
+
+
+OUTBOX_STATUSES = ("PENDING", "PROCESSING", "DEAD")
+
+
+def set_outbox(by_status: Mapping[str, int], oldest_pending_age: float = 0.0) -> None:
+    """Publish a fresh sample of the outbox gauges."""
+    for status in OUTBOX_STATUSES:
+        OUTBOX_ROWS.labels(status).set(by_status.get(status, 0))
+    OUTBOX_OLDEST_PENDING_AGE.set(oldest_pending_age)
 
 
 def initialise(consumers: Iterable[str]) -> None:

@@ -6,6 +6,8 @@ environment variables are a public contract: renaming one is a breaking change.
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from enum import StrEnum
 from functools import lru_cache
 from typing import Literal
@@ -14,10 +16,14 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.db.tables import OUTBOX_TOPIC
 from app.db.timeouts import DbTimeouts
 from app.db.urls import normalise_database_url
+from dlq.topics import dlt_topic, retry_topic
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./effectively_once.db"
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
 
 
 class UnseenAggregatePolicy(StrEnum):
@@ -70,6 +76,21 @@ class Settings(BaseSettings):
     prefilter_timeout_seconds: float = Field(default=0.05, gt=0)
     prefilter_failure_threshold: int = Field(default=5, ge=1)
     prefilter_cooldown_seconds: float = Field(default=30.0, ge=0)
+    relay_enabled: bool = True
+    relay_batch_size: int = Field(default=1_000, ge=1, le=50_000)
+    relay_max_attempts: int = Field(default=10, ge=1)
+    relay_lease_seconds: float = Field(default=30.0, ge=1)
+    relay_poll_interval_seconds: float = Field(default=0.05, gt=0, le=60)
+    relay_idle_poll_max_seconds: float = Field(default=1.0, gt=0, le=300)
+    relay_backoff_initial_seconds: float = Field(default=1.0, gt=0)
+    relay_backoff_max_seconds: float = Field(default=300.0, gt=0)
+    relay_idempotent: bool = True
+    relay_metrics_port: int = Field(default=6067, ge=0, le=65_535)
+    outbox_retention: timedelta = timedelta(days=7)
+    dedup_retention: timedelta = timedelta(days=30)
+    cleanup_interval: timedelta = timedelta(0)
+    cleanup_batch_size: int = Field(default=1_000, ge=1, le=100_000)
+    cleanup_pause_seconds: float = Field(default=0.1, ge=0)
 
     @field_validator("database_url")
     @classmethod
@@ -101,6 +122,36 @@ class Settings(BaseSettings):
             statement=self.db_statement_timeout_seconds,
             response=self.db_response_timeout_seconds,
         )
+
+    @field_validator("order_topic")
+    @classmethod
+    def _topic_fits(cls, value: str) -> str:
+        longest = max(
+            [dlt_topic(value), *(retry_topic(value, d) for d in (0.5, 86_400.5))], key=len
+        )
+        if not value or len(longest) > OUTBOX_TOPIC:
+            raise ValueError(
+                f"ORDER_TOPIC must be short enough that its retry and DLT topics fit in "
+                f"{OUTBOX_TOPIC} characters (the outbox's topic column), got {len(value)}"
+            )
+        return value
+
+    @field_validator("outbox_retention", "dedup_retention", "cleanup_interval", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        """``30s``, ``15m``, ``12h``, ``7d`` or plain seconds, besides ISO-8601 (``P7D``)."""
+        if isinstance(value, str):
+            found = _DURATION.match(value.strip())
+            if found:
+                return timedelta(seconds=float(found[1]) * _UNIT_SECONDS[found[2] or "s"])
+        return value
+
+    @field_validator("outbox_retention", "dedup_retention", "cleanup_interval")
+    @classmethod
+    def _not_negative(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("must not be negative")
+        return value
 
     @field_validator("retry_delays")
     @classmethod

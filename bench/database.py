@@ -120,6 +120,14 @@ class BenchDatabase:
         )
         return int(value)
 
+    async def fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
+        """The rows of ``sql`` on the bench's database."""
+        conn = await _connect(self.url)
+        try:
+            return list(await conn.fetch(sql, *args))
+        finally:
+            await conn.close()
+
     async def applied_at(self) -> list[tuple[str, str, datetime]]:
         """Every ``consumed_event`` row as ``(consumer, event_id, applied_at)``."""
         conn = await _connect(self.url)

@@ -52,6 +52,24 @@ METHOD = {
         "different fingerprints ran different code and are flagged."
     ),
     "peak_rss_mb": "VmHWM of the worker process (/proc/<pid>/status), read before stopping it.",
+    "relay": (
+        "The workload's distinct events written to an empty outbox (transactions of 5,000 "
+        "rows, then ANALYZE), then one python -m app relay process (default settings, "
+        "RELAY_IDEMPOTENT=false for the local broker) ships them; events/s from the first "
+        "row's published_at to the last one's. relay_cpu_ms_per_1k: the relay process's CPU "
+        "time (/proc/<pid>/stat) over that window; database_cpu_ms_per_1k: the CPU time of "
+        "the PostgreSQL backends connected to the bench's database (the relay's), same window."
+    ),
+    "relay_latency": (
+        "A relay running, rows written at 1,000/s (10 per transaction, created_at stamped as "
+        "written) for the latency run's seconds; per row published_at - created_at."
+    ),
+    "relay_e2e": (
+        "A worker with the three example consumers (RELAY_ENABLED=false) and one relay "
+        "process; the workload written to the outbox at half the three-consumer row's "
+        "events/s; per (consumer, event) consumed_event.applied_at - the outbox row's "
+        "created_at."
+    ),
     "correct": (
         "Framework rows: every balance, stock level, notification count and consumed_event "
         "count equals what the workload means (app.demo.verdict.compare). Bare: every event "
@@ -82,13 +100,16 @@ class Row:
     load_average: float | None = None
     steal_percent: float | None = None
     code: str | None = None
+    relay_cpu_ms_per_1k: float | None = None
+    database_cpu_ms_per_1k: float | None = None
 
 
 def with_ratios(rows: list[Row]) -> list[Row]:
     """Fill every row's ``ratio_to_bare`` from the bare row, if there is one."""
     bare = next((r for r in rows if r.name == "bare"), None)
     for row in rows:
-        if bare is not None and bare.events_per_s > 0:
+        # A relay row's events/s is the relay's or an offered rate, not a consumer's.
+        if bare is not None and bare.events_per_s > 0 and not row.name.startswith("relay"):
             row.ratio_to_bare = row.events_per_s / bare.events_per_s
     return rows
 

@@ -23,6 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.demo.broker import LocalBroker
 from app.demo.produce import ensure_topic, produce
 from app.demo.workload import Workload
+from bench import relay
 from bench.database import BenchDatabase, DatabaseError
 from bench.latency import Latency, bare_latency, framework_latency
 from bench.options import BenchOptions, Scenario
@@ -209,6 +210,13 @@ async def run_scenarios(session: Session) -> list[Row]:
     if session.options.latency:
         for row, measure in paced:
             await add_latency(session, row, measure)
+    if Scenario.RELAY in chosen:
+        await add("relay", relay.throughput(session))
+        if session.options.latency:
+            await add("relay latency", relay.relay_latency(session))
+            three = next(row for row in rows if row.name == THREE.name)
+            rate = three.events_per_s * session.options.latency_load
+            await add("outbox to commit", relay.end_to_end(session, rate))
     return rows
 
 

@@ -127,7 +127,9 @@ def constant_params(constants: Mapping[str, Any]) -> Params:
     return {f"c_{name}": value for name, value in constants.items()}
 
 
-def any_of(column: ColumnElement[Any], values: Sequence[str]) -> ColumnElement[bool]:
+def any_of(
+    column: ColumnElement[Any], values: Sequence[str] | Sequence[int]
+) -> ColumnElement[bool]:
     """``column = ANY(...)``: one parameter and one statement text for any count.
 
     The values go as one text, joined by the unit separator (U+001F) and split by
@@ -141,13 +143,13 @@ def any_of(column: ColumnElement[Any], values: Sequence[str]) -> ColumnElement[b
     millisecond per 500 ids. Values the split could not give back (not text, empty,
     holding the separator) go as an array parameter.
     """
-    values = list(values)
+    listed: list[Any] = list(values)
     if isinstance(column.type, String) and all(
-        type(value) is str and value and _SEPARATOR not in value for value in values
+        type(value) is str and value and _SEPARATOR not in value for value in listed
     ):
-        joined = bindparam(None, _SEPARATOR.join(values), type_=String())
+        joined = bindparam(None, _SEPARATOR.join(listed), type_=String())
         return column == any_(func.string_to_array(joined, _SPLIT_ON))
-    array = bindparam(None, values, type_=postgresql.ARRAY(column.type))
+    array = bindparam(None, listed, type_=postgresql.ARRAY(column.type))
     return column == any_(array)
 
 

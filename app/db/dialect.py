@@ -151,7 +151,9 @@ def in_lists(values: Iterable[str], size: int = IN_LIST_SIZE) -> list[list[str]]
     return [distinct[i : i + size] for i in range(0, len(distinct), size)]
 
 
-def one_of(dialect: str, column: ColumnElement[Any], values: Sequence[str]) -> ColumnElement[bool]:
+def one_of(
+    dialect: str, column: ColumnElement[Any], values: Sequence[str] | Sequence[int]
+) -> ColumnElement[bool]:
     """``column`` is one of ``values``.
 
     PostgreSQL gets ``column = ANY($1)`` with one array parameter: one statement text

@@ -19,6 +19,10 @@ Invariants:
 - Ids and types compare byte for byte on every database: on MySQL and MariaDB
   their columns use the binary collation (``binary_id``), where the default one
   would make ``ORDER-A``, ``order-a`` and ``órder-a`` one aggregate.
+- ``outbox_event`` holds events to publish, written in the transaction that decided
+  them (by an order service, by ``ctx.emit``, or by the worker's own failure routing),
+  until the relay ships them (``app.outbox``). Other languages insert into it with
+  plain SQL: every column they may leave out has a server default.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.types import TypeEngine
@@ -68,6 +74,9 @@ consumed_event = Table(
     Column("aggregate_id", binary_id(AGG_ID), nullable=False),
     Column("aggregate_version", Integer, nullable=True),
     Column("applied_at", DateTime(timezone=True), nullable=False),
+    # Retention deletes by age (``app.outbox.cleanup``); BRIN on PostgreSQL: the rows come
+    # in time order, and a block-range index costs the dedup insert next to nothing.
+    Index("ix_consumed_event_applied_at", "applied_at", postgresql_using="brin"),
 )
 
 aggregate_version = Table(
@@ -131,4 +140,55 @@ database_identity = Table(
     metadata,
     Column("id", String(32), primary_key=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+
+MYSQL = ("mysql", "mariadb")
+
+
+# Larger than MySQL's TEXT and BLOB (64 KB): a Kafka record may reach 1 MB and more.
+LONG_TEXT = Text().with_variant(mysql.MEDIUMTEXT(), *MYSQL)
+LONG_BYTES = LargeBinary().with_variant(mysql.MEDIUMBLOB(), *MYSQL)
+# Microseconds on MySQL too (its DATETIME keeps whole seconds unless told): latency is measured.
+MOMENT = DateTime(timezone=True).with_variant(mysql.DATETIME(fsp=6), *MYSQL)
+
+OUTBOX_EVENT_ID = 64
+OUTBOX_AGG_ID = 64
+OUTBOX_EVENT_TYPE = 128
+OUTBOX_TOPIC = 128
+OUTBOX_KEY = 128
+
+outbox_event = Table(
+    "outbox_event",
+    metadata,
+    Column(
+        "id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    ),
+    Column("event_id", binary_id(OUTBOX_EVENT_ID), nullable=False),
+    Column("aggregate_type", binary_id(AGG_TYPE), nullable=False),
+    Column("aggregate_id", binary_id(OUTBOX_AGG_ID), nullable=False),
+    Column("event_type", String(OUTBOX_EVENT_TYPE), nullable=False),
+    Column("topic", binary_id(OUTBOX_TOPIC), nullable=False),
+    Column("event_key", binary_id(OUTBOX_KEY), nullable=True),
+    Column("payload", LONG_TEXT, nullable=False),
+    Column("headers", LONG_TEXT, nullable=True),
+    Column("aggregate_version", Integer, nullable=True),
+    Column("status", String(16), nullable=False, server_default="PENDING"),
+    Column("retry_count", Integer, nullable=False, server_default="0"),
+    Column("next_retry_at", MOMENT, nullable=True),
+    Column("created_at", MOMENT, nullable=False, server_default=text("CURRENT_TIMESTAMP")),
+    Column("published_at", MOMENT, nullable=True),
+    Column("updated_at", MOMENT, nullable=False, server_default=text("CURRENT_TIMESTAMP")),
+    Column("lease_owner", String(100), nullable=True),
+    Column("lease_expires_at", MOMENT, nullable=True),
+    Column("last_error", Text, nullable=True),
+    # The worker's own retry and DLT records: the original record's bytes, sent as they are
+    # (``record_headers``: a JSON list of [name, base64 value]; set only on such rows).
+    Column("record_key", LONG_BYTES, nullable=True),
+    Column("record_value", LONG_BYTES, nullable=True),
+    Column("record_headers", LONG_TEXT, nullable=True),
+    UniqueConstraint("event_id", name="uq_outbox_event_event_id"),
+    # The relay's scan: unpublished rows in id order, one status at a time.
+    Index("ix_outbox_event_status_id", "status", "id"),
+    Index("ix_outbox_event_aggregate", "aggregate_type", "aggregate_id", "id"),
 )

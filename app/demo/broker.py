@@ -39,12 +39,19 @@ class LocalBroker:
 
     port: int = field(default_factory=free_port)
     log_path: Path | None = None
+    # Clients are told to connect here (a proxy in front of the broker); default: ``port``.
+    advertised_port: int | None = None
     _process: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:
         """``host:port`` for Kafka clients."""
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The broker's process id while it runs."""
+        return self._process.pid if self._process is not None else None
 
     @property
     def url(self) -> str:
@@ -54,13 +61,14 @@ class LocalBroker:
     def start(self, timeout: float = 20.0) -> LocalBroker:
         """Start the broker and wait until it accepts connections."""
         listener = f"tcp://127.0.0.1:{self.port}"
+        advertised = f"tcp://127.0.0.1:{self.advertised_port or self.port}"
         command = [
             broker_binary(),
             "broker",
             "--listener-url",
             listener,
             "--advertised-listener-url",
-            listener,
+            advertised,
             "--storage-engine",
             "memory://tansu/",
         ]

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from app.demo.expected import CONSUMERS, Expected
+from app.demo.outbox_figures import OutboxFigures
 from app.demo.progress import DbState
 from app.demo.verdict import Verdict
 from app.demo.workload import Workload
@@ -31,10 +32,27 @@ def print_summary(
     grid.add_row(
         "out of order", f"{workload.swapped_aggregates:,} orders had two versions sent swapped"
     )
-    grid.add_row("produced in", f"{produce_seconds:.2f} s")
+    grid.add_row("written in", f"{produce_seconds:.2f} s (orders and outbox, then the repeats)")
     grid.add_row(
         "consumed in",
-        f"{total_seconds:.1f} s by {len(CONSUMERS)} consumers (incl. worker start-up)",
+        f"{total_seconds:.1f} s by {len(CONSUMERS)} consumers, from the first order written",
+    )
+    console.print(grid)
+
+
+def print_outbox(console: Console, figures: OutboxFigures) -> None:
+    """The outbox beside the balances: rows by status and how fast the relay shipped them."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    statuses = ", ".join(
+        f"{count:,} {status}" for status, count in sorted(figures.by_status.items())
+    )
+    grid.add_row("outbox rows", statuses or "none")
+    grid.add_row(
+        "written to published",
+        f"p50 {figures.percentile(0.5) * 1000:,.0f} ms, "
+        f"p99 {figures.percentile(0.99) * 1000:,.0f} ms (shipped by the relay in the worker)",
     )
     console.print(grid)
 

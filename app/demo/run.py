@@ -1,4 +1,9 @@
-"""The local demo end to end: broker, SQLite, one worker, a realistic batch, a verdict.
+"""The local demo end to end: broker, SQLite, an order service, one worker, a verdict.
+
+The order service writes each order change and its event in one transaction (the
+outbox); the worker's relay ships the outbox to the topic and its consumers apply
+the events. A legacy producer also sends some events a second time, straight to
+the topic, so that the consumers meet duplicates as well.
 
 Everything it starts it also stops, whatever happens, and it never waits
 longer than ``DemoOptions.timeout`` in total. Expected failures (the broker or
@@ -14,6 +19,7 @@ import math
 import shutil
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,11 +29,16 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.db.engine import create_engine
+from app.db.migrate import upgrade_to_head
 from app.demo.broker import LocalBroker
+from app.demo.envelopes import Message, decode
 from app.demo.expected import CONSUMERS
+from app.demo.order_service import create_orders_table, write_orders
+from app.demo.outbox_figures import OutboxFigures, until_shipped
 from app.demo.produce import ensure_topic, produce
 from app.demo.progress import DbState, wait_until_complete
-from app.demo.report import print_summary, print_tables, print_verdict
+from app.demo.report import print_outbox, print_summary, print_tables, print_verdict
 from app.demo.verdict import compare
 from app.demo.worker import WorkerDiedError, WorkerProcess
 from app.demo.workload import Workload, generate
@@ -60,6 +71,7 @@ class DemoError(Exception):
 class _Timings:
     produce_seconds: float
     total_seconds: float
+    outbox: OutboxFigures
 
 
 def run_demo(options: DemoOptions, console: Console) -> int:
@@ -113,6 +125,7 @@ def run_demo(options: DemoOptions, console: Console) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
 
     print_summary(console, workload, timings.produce_seconds, timings.total_seconds)
+    print_outbox(console, timings.outbox)
     print_tables(console, workload.expected, state)
     print_verdict(console, verdict, workload.expected)
     if keep:
@@ -137,6 +150,8 @@ def _worker_env(broker_url: str, database_url: str, options: DemoOptions) -> dic
         "HANDLER_MODULES": "handlers",
         "BROKER_SESSION_TIMEOUT_SECONDS": "10",
         "MIGRATE_ON_START": "true",
+        # The local broker (Tansu 0.6) refuses idempotent producers; a Kafka broker takes them.
+        "RELAY_IDEMPOTENT": "false",
     }
 
 
@@ -154,15 +169,34 @@ async def _produce_and_wait(
     try:
         async with asyncio.timeout(_remaining(deadline)):
             await ensure_topic(broker.bootstrap, options.topic, options.partitions)
+            await upgrade_to_head(database_url)  # the order service writes to the outbox
             worker.start()
-            watch.stage = "sending the events"
+            watch.stage = "waiting for the worker's relay"
+            await _relay_polling(worker)
+            watch.stage = "the order service writing orders"
             started = time.monotonic()
-            sent = await produce(broker.bootstrap, options.topic, workload.messages)
+            envelopes = [decode(message) for message in workload.messages]
+            engine = create_engine(database_url, pool_size=1)
+            try:
+                await create_orders_table(engine)
+                written = await write_orders(engine, options.topic, envelopes)
+            finally:
+                await engine.dispose()
             produced = time.monotonic() - started
-            console.print(f"sent {sent:,} events to {options.topic!r} in {produced:.2f} s")
+            console.print(
+                f"the order service wrote {written:,} order changes with their events "
+                f"(orders + outbox_event, one transaction each batch) in {produced:.2f} s"
+            )
+            watch.stage = "sending the duplicates"
+            again = _repeats(workload.messages)
+            await produce(broker.bootstrap, options.topic, again)
+            console.print(
+                f"a legacy producer sent {len(again):,} of them again, straight to the topic"
+            )
             watch.stage = "waiting for the consumers"
             state = await _wait_with_progress(workload, worker, database_url, watch, console)
-            return state, _Timings(produced, time.monotonic() - started)
+            outbox = await until_shipped(database_url, _remaining(deadline))
+            return state, _Timings(produced, time.monotonic() - started, outbox)
     except WorkerDiedError as exc:
         raise DemoError(str(exc)) from None
     except KafkaError as exc:
@@ -219,6 +253,39 @@ async def _wait_with_progress(
             on_poll=show,
             check_alive=worker.check_alive,
         )
+
+
+async def _relay_polling(worker: WorkerProcess) -> None:
+    """Until the worker's relay has polled the outbox once (read from its /metrics)."""
+    url = f"http://127.0.0.1:{worker.web_port}/metrics"
+    while True:
+        worker.check_alive()
+        try:
+            page = await asyncio.to_thread(_fetch, url)
+        except OSError:
+            page = ""
+        for line in page.splitlines():
+            if line.startswith("effectively_once_relay_last_poll_timestamp_seconds "):
+                if float(line.split()[1]) > 0:
+                    return
+        await asyncio.sleep(0.2)
+
+
+def _fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=2) as response:
+        return str(response.read().decode())
+
+
+def _repeats(messages: list[Message]) -> list[Message]:
+    """The messages whose eventId came before: the workload's duplicate sends."""
+    seen: set[str] = set()
+    repeats = []
+    for message in messages:
+        event_id = decode(message)["eventId"]
+        if event_id in seen:
+            repeats.append(message)
+        seen.add(event_id)
+    return repeats
 
 
 def _remaining(deadline: float) -> float:

@@ -6,8 +6,6 @@ event means a version never arrived (lost upstream, or stuck in a retry tier).
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -17,8 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app import metrics
 from app.db.tables import parked_event
 from app.metrics import ParkedStats
-
-log = logging.getLogger("effectively_once.monitoring")
+from app.monitoring import sampling
 
 SAMPLE_INTERVAL_SECONDS = 10.0
 
@@ -53,25 +50,10 @@ async def sample_parked(
 
 
 async def keep_sampling(engine: AsyncEngine, interval: float = SAMPLE_INTERVAL_SECONDS) -> None:
-    """Publish a parking sample every ``interval`` seconds until cancelled.
-
-    A failing query (database down) keeps the last values and logs once per outage:
-    the pipeline's own pause already says loudly that the database is gone.
-    """
-    failing = False
-    while True:
-        try:
-            stats = await asyncio.wait_for(sample_parked(engine), timeout=interval)
-        except Exception as exc:
-            if not failing:
-                log.warning("parking sample failed (gauges keep their last values): %r", exc)
-            failing = True
-        else:
-            if failing:
-                log.info("parking sample works again")
-            failing = False
-            metrics.set_parked(stats)
-        await asyncio.sleep(interval)
+    """Publish a parking sample every ``interval`` seconds until cancelled."""
+    await sampling.keep_sampling(
+        "parking", lambda: sample_parked(engine), metrics.set_parked, interval
+    )
 
 
 def _age(now: datetime, then: datetime | str | None) -> float:

@@ -130,13 +130,14 @@ async def apply_isolated(
     handlers: list[HandlerSpec], item: Decoded, ctx: HandlerContext, mode: Mode = Mode.ISOLATED
 ) -> None:
     """Like ``run_handlers``, inside a savepoint that is rolled back if a handler fails."""
-    mark = len(ctx._after_commit)
+    mark, emitted = len(ctx._after_commit), len(ctx._emitted)
     savepoint = await ctx.session.begin_nested()
     try:
         await run_handlers(handlers, [item], ctx, blame_statements=mode is Mode.ESCALATED)
     except HandlerFailed:
         await savepoint.rollback()
         del ctx._after_commit[mark:]
+        del ctx._emitted[emitted:]  # its events go with its effects
         raise
     except BaseException:
         raise

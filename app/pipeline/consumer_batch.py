@@ -11,8 +11,11 @@ The order inside the transaction matters:
    the parked successors (in FAST mode the walk only plans: the handlers then
    run wave by wave, see ``apply.Mode``),
 5. write versions (first: on PostgreSQL that write finds a concurrent worker, and
-   the batch runs again), dedup records, parked rows and failures in a few statements.
-The caller commits; only after that may the offsets move.
+   the batch runs again), dedup records, parked rows, failures and the outbox rows
+   (failures' retry and DLT records, the handlers' ``ctx.emit``) in a few statements.
+The caller commits; only after that may the offsets move. A parked event the drain
+takes out of ``parked_event`` and fails leaves with its retry record in the outbox,
+in this same transaction.
 """
 
 from __future__ import annotations
@@ -25,18 +28,18 @@ from app.pipeline.apply import HandlerFailed, Mode, apply_isolated, apply_waves
 from app.pipeline.decode import Decoded, Poison, decode
 from app.pipeline.gate import Gate, decide, effective_last
 from app.pipeline.outcomes import REPLAYED, Applied, Duplicate, Outcome, Parked, Skipped, Stale
-from app.pipeline.route import FailureRouter
+from app.pipeline.route import FailureRouter, Routed
 from app.pipeline.store import (
     Aggregate,
     BatchChanges,
     ConsumerStore,
     ParkedRow,
+    now,
     parked_row,
 )
 from app.registry import Registry
 from app.settings import UnseenAggregatePolicy
 from dlq.dead import FailureStatus
-from dlq.records import OutRecord
 
 
 @dataclass
@@ -50,7 +53,6 @@ class ConsumerBatch:
     mode: Mode
     router: FailureRouter
     outcomes: list[Outcome] = field(default_factory=list)
-    routed: list[OutRecord] = field(default_factory=list)
     _changes: BatchChanges = field(default_factory=BatchChanges.empty)
     _versions: dict[Aggregate, int | None] = field(default_factory=dict)
     _parked_db: dict[Aggregate, dict[int, ParkedRow]] = field(default_factory=dict)
@@ -82,8 +84,14 @@ class ConsumerBatch:
             for item in slots.values()
         ]
         self._changes.held = {agg for agg, slots in self._parked_here.items() if slots}
+        self._changes.emitted = self.ctx._emitted
         await store.save(self._changes)
         return self.outcomes
+
+    @property
+    def outbox_rows(self) -> int:
+        """Outbox rows the batch wrote (failures' records and emitted events)."""
+        return len(self._changes.outbox) + len(self._changes.emitted)
 
     async def _gate(self, item: Decoded) -> None:
         version = item.event.aggregate_version
@@ -155,8 +163,7 @@ class ConsumerBatch:
                 await apply_isolated(handlers, item, self.ctx, self.mode)
             except HandlerFailed as failed:
                 routed = self.router.handler_failure(item, self.consumer, failed)
-                self._changes.failed.append(routed.row)
-                self.routed.append(routed.out)
+                self._route(routed)
                 self.outcomes.append(
                     Outcome(
                         routed.kind,
@@ -193,10 +200,14 @@ class ConsumerBatch:
         """A parked event that no longer decodes goes to the DLT for this consumer; its
         aggregate waits for it, as for any dead event (replay it once the schema reads it)."""
         routed = self.router.poison(poison, self.consumer)
-        self._changes.failed.append(routed.row)
-        self.routed.append(routed.out)
+        self._route(routed)
         event_id = poison.envelope.event_id if poison.envelope else None
         self.outcomes.append(Outcome(routed.kind, self.consumer, event_id, None, routed.detail))
+
+    def _route(self, routed: Routed) -> None:
+        """Record the failure and its next record together: the record as an outbox row."""
+        self._changes.failed.append(routed.row)
+        self._changes.outbox.append(routed.outbox_row(now()))
 
     def _out(self, make: Callable[..., Outcome], item: Decoded, *detail: str) -> None:
         self.outcomes.append(make(self.consumer, item.event_id, item.event.event_type, *detail))

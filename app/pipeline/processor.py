@@ -10,14 +10,16 @@ For each batch the runtime hands over, in this order and for these reasons:
    only if a consumer here handles its eventType). Without a prefilter nothing
    needs the JSON between 1 and 3, and each record goes from bytes to event in one pass;
 4. dead-letter the poison once, for nobody in particular (it is no consumer's
-   event): remember it in the database, publish it to the DLT;
+   event): its ``failed_event`` row and its DLT record (an outbox row) in one
+   transaction;
 5. for each consumer (a retry record only for the consumer it names), one
    transaction: read versions, dedup, gate, apply, park/drain, route failures,
-   write records (``ConsumerBatch``) and commit; first without savepoints, and
-   only if a handler fails, again with one savepoint per event, so the common
-   batch pays for no isolation it does not use;
-6. publish that consumer's failures to their retry tier or the DLT, awaited
-   (after the commit: a crash in between re-runs the event from its topic);
+   write records, failures' retry and DLT records and emitted events to the
+   outbox (``ConsumerBatch``) and commit; first without savepoints, and only if a
+   handler fails, again with one savepoint per event, so the common batch pays for
+   no isolation it does not use;
+6. wake the relay (``on_outbox``) when the commit wrote outbox rows: it publishes
+   them, and the offsets need not wait for that, because they are durable already;
 7. run the after-commit callbacks of the transactions that committed, and tell
    the prefilter what was applied (only now: Redis never claims an uncommitted event).
    6 and 7 run to their end even if the batch is cancelled meanwhile (``together``);
@@ -29,7 +31,9 @@ An infrastructure failure at any step pauses and retries that step in place
 the database keeps failing on the same cancelled statement is escalated after
 ``escalate_after`` pauses: run event by event, the event whose handler meets it
 is routed (``Mode.ESCALATED``). Only when this returns may the runtime let the
-offsets move.
+offsets move: every effect is committed by then, and every record still to publish
+is committed in the outbox, so a crash at any point loses nothing (the relay ships
+the rows, the broker redelivers the rest).
 """
 
 from __future__ import annotations
@@ -44,16 +48,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import metrics
 from app.context import HandlerContext
-from app.db.dialect import upsert
-from app.db.tables import failed_event
+from app.db.dialect import insert_rows, upsert
+from app.db.tables import failed_event, outbox_event
 from app.pipeline.apply import HandlerFailed, Mode
 from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import Decoded, Poison, decode_batch, read_batch, validate_batch
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.pause import Backoff, OnPause, Streak, retry_in_place
-from app.pipeline.publish import Publisher
 from app.pipeline.route import FailureRouter
-from app.pipeline.store import FAILURE_UPDATE_COLUMNS, VersionConflict
+from app.pipeline.store import FAILURE_UPDATE_COLUMNS, VersionConflict, now
 from app.pipeline.together import all_or_none, to_the_end
 from app.prefilter.stage import Known, Lookup, ask, remember_applied, skip_known
 from app.records import RawRecord
@@ -76,7 +79,7 @@ class BatchProcessor:
     sessions: async_sessionmaker[AsyncSession]
     registry: Registry
     router: FailureRouter
-    publisher: Publisher
+    on_outbox: Callable[[], None] | None = None
     policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE
     backoff: Backoff = field(default_factory=Backoff)
     concurrent_consumers: bool = True
@@ -85,8 +88,8 @@ class BatchProcessor:
     escalate_after: int = 3
 
     async def process(self, records: Sequence[RawRecord]) -> list[Outcome]:
-        """Process ``records``; returns once every effect is committed and every failure
-        is published to its retry tier or the DLT. Bad events never raise."""
+        """Process ``records``; returns once every effect is committed, with every failure's
+        retry or DLT record in the outbox. Bad events never raise."""
         consumers = self.registry.consumers
         payloads = self.registry.event_types
         known: Known = {}
@@ -136,11 +139,9 @@ class BatchProcessor:
         return skipped + batch.outcomes
 
     async def _after_commit(self, consumer: str, batch: ConsumerBatch) -> None:
-        # The transaction committed: its failures must reach the broker before any ack.
-        await self._until_done(
-            f"publishing {len(batch.routed)} failure(s) of {consumer}",
-            lambda: self.publisher.publish(batch.routed),
-        )
+        # Committed with its failures' records in the outbox: the relay ships them.
+        if batch.outbox_rows:
+            self._outbox_written()
         await _run_after_commit(batch.ctx)
         await remember_applied(self.prefilter, consumer, batch.outcomes)
 
@@ -208,17 +209,21 @@ class BatchProcessor:
         async def remember() -> None:
             async with self.sessions() as session, session.begin():
                 await upsert(session, failed_event, [r.row for r in routed], FAILURE_UPDATE_COLUMNS)
+                stamp = now()
+                await insert_rows(session, outbox_event, [r.outbox_row(stamp) for r in routed])
 
         await self._until_done("recording poison", remember)
-        await self._until_done(
-            "publishing poison to the DLT", lambda: self.publisher.publish([r.out for r in routed])
-        )
+        self._outbox_written()
         for p in poison:
             log.warning("poison record %s (%s): %s", p.record.position, p.error.reason, p.error)
         return [
             Outcome(Kind.POISON, "", p.envelope.event_id if p.envelope else None, None, r.detail)
             for p, r in zip(poison, routed, strict=True)
         ]
+
+    def _outbox_written(self) -> None:
+        if self.on_outbox is not None:
+            self.on_outbox()
 
 
 def _warn_unknown_targets(events: list[Decoded], registry: Registry) -> None:

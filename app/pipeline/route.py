@@ -1,6 +1,7 @@
 """Route-failure stage: decide where a failed or poison record goes next, and what the
-database remembers about it. Pure apart from the injected clock; publishing is the
-processor's job, after the commit."""
+database remembers about it. Pure apart from the injected clock. The record to publish
+becomes an outbox row (``Routed.outbox_row``), written in the transaction that records
+the failure: no path takes an event out of the database without its replacement."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.db.tables import failed_event
+from app.outbox.records import DEAD_LETTER, RETRY, record_row
 from app.pipeline.apply import HandlerFailed
 from app.pipeline.decode import Decoded, Poison
 from app.pipeline.outcomes import Kind
@@ -36,6 +38,18 @@ class Routed:
     row: dict[str, Any]
     kind: Kind
     detail: str
+
+    def outbox_row(self, now: datetime) -> dict[str, Any]:
+        """The ``outbox_event`` row that ships ``out``, byte for byte (``app.outbox.records``)."""
+        row = self.row
+        about = {
+            "consumer": row["consumer_group"] or None,
+            "original": f"{row['topic']}[{row['partition']}]@{row['offset']}",
+            "reason": row["reason"],
+            "attempts": row["attempts"],
+        }
+        kind = RETRY if self.kind is Kind.RETRIED else DEAD_LETTER
+        return record_row(self.out, kind, row["event_id"], about, now)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,13 @@ from app.db.dialect import (
     update_rows,
     upsert,
 )
-from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
+from app.db.tables import (
+    aggregate_version,
+    consumed_event,
+    failed_event,
+    outbox_event,
+    parked_event,
+)
 from app.pipeline.classify import is_unique_violation
 from app.records import RawRecord, headers_from_json, headers_to_json
 from dlq.trip import Trip
@@ -209,7 +215,8 @@ class ConsumerStore:
         return result
 
     async def save(self, changes: BatchChanges) -> None:
-        """Write the batch's versions, dedup records, parked and unparked events, failures.
+        """Write the batch's versions, dedup records, parked and unparked events, failures,
+        and the outbox rows (the failures' records, the handlers' emitted events).
 
         Raises ``VersionConflict`` (PostgreSQL) when another transaction wrote one of the
         batch's version rows since ``read_versions``; nothing else is written then.
@@ -237,6 +244,8 @@ class ConsumerStore:
             ("consumer_group", "topic", "partition", "offset"),
             changes.resolved,
         )
+        await insert_rows(self.session, outbox_event, changes.outbox)
+        await insert_rows(self.session, outbox_event, changes.emitted)
 
     async def _claim(self, table: Table, rows: list[dict[str, Any]]) -> None:
         """Insert dedup (or parked) records; ``VersionConflict`` if another transaction
@@ -301,11 +310,13 @@ class BatchChanges:
     unparked: set[str]
     failed: list[dict[str, Any]]
     resolved: list[dict[str, Any]]
+    outbox: list[dict[str, Any]]  # the failures' retry and DLT records
+    emitted: list[dict[str, Any]]  # events the handlers emitted
 
     @classmethod
     def empty(cls) -> BatchChanges:
         """Nothing to write yet."""
-        return cls([], {}, set(), [], set(), [], [])
+        return cls([], {}, set(), [], set(), [], [], [], [])
 
     def resolve(self, trip: Trip, status: str) -> None:
         """Mark the ``failed_event`` row of an event that came back and took effect."""

@@ -1,4 +1,8 @@
-"""Build the faust app: the main topic's agent, one agent per retry tier, the DLT topic."""
+"""Build the faust app: the main topic's agent, one agent per retry tier, the DLT topic.
+
+The retry and DLT records the pipeline routes are outbox rows; the relay (in this
+process with ``RELAY_ENABLED``) publishes them with a producer of its own, not faust's.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +23,6 @@ from app.runtime import due
 from app.runtime.batches import BatchGivenUp, run_batches
 from app.runtime.garbage import tune_garbage_collector
 from app.runtime.intake import Intake
-from app.runtime.publisher import FaustPublisher
 from app.runtime.records import to_record
 from app.runtime.services import Services, start_services
 from app.runtime.transport import set_fetch_max_wait
@@ -48,7 +51,7 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
         logging_config=faust_logging_config(settings),
     )
     set_fetch_max_wait(app, settings.fetch_max_wait_ms)
-    services = _LazyServices(settings, registry, FaustPublisher(app))
+    services = _LazyServices(settings, registry)
     progress = add_observability(app, settings, registry)
     base = settings.order_topic
     _agent(app, _topic(app, settings, base), services, progress, "main", wait_until_due=False)
@@ -135,10 +138,9 @@ def _behind(app: faust.App) -> Callable[[Any], int]:
 class _LazyServices:
     """Built by the first agent that runs (migrations need the event loop), shared by all."""
 
-    def __init__(self, settings: Settings, registry: Registry, publisher: FaustPublisher) -> None:
+    def __init__(self, settings: Settings, registry: Registry) -> None:
         self.settings = settings
         self._registry = registry
-        self._publisher = publisher
         self._lock = asyncio.Lock()
         self._services: Services | None = None
         self._undeclared: list[Any] = []
@@ -152,9 +154,7 @@ class _LazyServices:
             if self._services is None:
                 for topic in self._undeclared:
                     await topic.maybe_declare()
-                self._services = await start_services(
-                    self.settings, self._registry, self._publisher
-                )
+                self._services = await start_services(self.settings, self._registry)
                 # Start-up is over: what exists now lives as long as the worker.
                 tune_garbage_collector(self.settings.gc_young_threshold)
             return self._services

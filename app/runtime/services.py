@@ -1,7 +1,9 @@
-"""What a worker builds once at start: handlers, schema, engine, processor."""
+"""What a worker builds once at start: handlers, schema, engine, processor, relay."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import logging
 from dataclasses import dataclass
@@ -12,12 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app import metrics
 from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.identity import read_identity
+from app.db.retention import Retention, keep_cleaning
 from app.errors import ConfigurationError
 from app.monitoring import pauses
+from app.outbox.runner import RelayRunner
 from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, retry_in_place
 from app.pipeline.processor import BatchProcessor
-from app.pipeline.publish import Publisher
 from app.pipeline.route import FailureRouter
 from app.prefilter import Prefilter
 from app.registry import Registry, default_registry
@@ -52,16 +55,25 @@ class Services:
     engine: AsyncEngine
     processor: BatchProcessor
     prefilter: Prefilter | None = None
+    relay: RelayRunner | None = None
+    cleaner: asyncio.Task[None] | None = None
 
     async def close(self) -> None:
-        """Release the database and Redis connections."""
+        """Stop the relay (it hands back what it did not publish), release the connections."""
+        if self.cleaner is not None:
+            self.cleaner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.cleaner
+        if self.relay is not None:
+            await self.relay.stop()
         if self.prefilter is not None:
             await self.prefilter.close()
         await self.engine.dispose()
 
 
-async def start_services(settings: Settings, registry: Registry, publisher: Publisher) -> Services:
-    """Migrate (unless disabled) and build the processor; waits for the database to answer."""
+async def start_services(settings: Settings, registry: Registry) -> Services:
+    """Migrate (unless disabled), build the processor and start the relay (``RELAY_ENABLED``);
+    waits for the database to answer."""
     backoff = Backoff(
         settings.infra_retry_initial_seconds,
         settings.infra_retry_max_seconds,
@@ -88,11 +100,12 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
         )
         pauses.resumed()
         prefilter = build_prefilter(settings, identity)
+    relay = RelayRunner(settings, on_pause=pauses.on_pause) if settings.relay_enabled else None
     processor = BatchProcessor(
         sessions=session_factory(engine),
         registry=registry,
         router=FailureRouter(RetryPolicy(settings.order_topic, settings.retry_delay_seconds)),
-        publisher=publisher,
+        on_outbox=relay.wake if relay is not None else None,
         policy=settings.unseen_aggregate_policy,
         backoff=backoff,
         concurrent_consumers=dialect_name(settings.database_url) != "sqlite",
@@ -105,7 +118,19 @@ async def start_services(settings: Settings, registry: Registry, publisher: Publ
         ", ".join(registry.consumers),
         "on" if prefilter else "off (REDIS_URL unset)",
     )
-    return Services(settings, engine, processor, prefilter)
+    if relay is not None:
+        relay.start()
+    else:
+        log.warning(
+            "RELAY_ENABLED=false: this worker's outbox rows (retry and DLT records, emitted "
+            "events) wait for a relay of their own (python -m app relay)"
+        )
+    cleaner = None
+    if settings.cleanup_interval.total_seconds() > 0:
+        cleaner = asyncio.ensure_future(
+            keep_cleaning(engine, Retention.of(settings), settings.cleanup_interval.total_seconds())
+        )
+    return Services(settings, engine, processor, prefilter, relay, cleaner)
 
 
 async def _identity(engine: AsyncEngine) -> str:

@@ -1,4 +1,5 @@
-"""``python -m app trace <eventId>``: print what each consumer did with one event.
+"""``python -m app trace <eventId>``: print what each consumer did with one event, and
+where its outbox rows are (written, published, dead).
 
 Reads ``DATABASE_URL`` (or ``--database-url``). Exit codes: 0 found, 1 no
 consumer has a record of the event, 2 the database cannot be read.
@@ -60,7 +61,11 @@ def trace(
     if as_json:
         typer.echo(orjson.dumps(_as_json(found), default=_json_default, option=orjson.OPT_INDENT_2))
     elif found.found:
-        Console().print(_table(found))
+        console = Console()
+        if found.findings:
+            console.print(_table(found))
+        if found.outbox:
+            console.print(_outbox_table(found))
     if not found.found:
         if not as_json:
             err.print(NOT_FOUND.format(event_id=event_id), highlight=False, soft_wrap=True)
@@ -123,6 +128,24 @@ def _table(found: Trace) -> Table:
     return table
 
 
+def _outbox_table(found: Trace) -> Table:
+    table = Table(title=f"outbox rows of eventId {found.event_id}", title_justify="left")
+    for name in ("id", "row", "topic", "status", "written", "published", "tries", "last error"):
+        table.add_column(name, no_wrap=name in ("written", "published"))
+    for row in found.outbox:
+        table.add_row(
+            str(row.id),
+            row.kind,
+            row.topic,
+            row.status,
+            f"{row.created_at:%Y-%m-%d %H:%M:%S}" if row.created_at else "",
+            f"{row.published_at:%Y-%m-%d %H:%M:%S}" if row.published_at else "",
+            str(row.retry_count),
+            (row.last_error or "")[:160],
+        )
+    return table
+
+
 def _as_json(found: Trace) -> dict[str, Any]:
     return {
         "eventId": found.event_id,
@@ -140,6 +163,19 @@ def _as_json(found: Trace) -> dict[str, Any]:
                 **dict(f.fields),
             }
             for f in found.findings
+        ],
+        "outbox": [
+            {
+                "id": row.id,
+                "row": row.kind,
+                "topic": row.topic,
+                "status": row.status,
+                "createdAt": row.created_at,
+                "publishedAt": row.published_at,
+                "retryCount": row.retry_count,
+                "lastError": row.last_error,
+            }
+            for row in found.outbox
         ],
     }
 

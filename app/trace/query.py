@@ -5,6 +5,10 @@ Each consumer leaves at most a few rows per event: ``consumed_event`` (applied),
 tier, dead-lettered, skipped, resolved...). A stale event leaves no row; it is
 recognised by its aggregate's version being already at or past the event's,
 which needs the aggregate, learnt from another consumer's row.
+
+The outbox tells the rest: the event's own row, when this database's service
+wrote it (pending, published when, dead and why), and the rows of its retry and
+dead-letter records (filed under the event's id).
 """
 
 from __future__ import annotations
@@ -14,10 +18,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, Table, literal_column, select
+from sqlalchemy import Select, Table, and_, literal_column, or_, select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
+from app.db.tables import (
+    aggregate_version,
+    consumed_event,
+    failed_event,
+    outbox_event,
+    parked_event,
+)
+from app.outbox.status import RECORD_AGGREGATE_TYPE
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +44,20 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True)
+class OutboxRow:
+    """An outbox row of the event: the event itself, or one of its retry or DLT records."""
+
+    id: int
+    kind: str  # "event", "retry", "dead-letter"
+    status: str
+    topic: str
+    created_at: datetime | None
+    published_at: datetime | None
+    retry_count: int
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Trace:
     """Everything the database knows about one eventId."""
 
@@ -41,11 +67,12 @@ class Trace:
     aggregate_id: str | None = None
     version: int | None = None
     findings: tuple[Finding, ...] = ()
+    outbox: tuple[OutboxRow, ...] = ()
 
     @property
     def found(self) -> bool:
         """True when some table has a row for the event."""
-        return any(f.state not in ("stale", "not seen") for f in self.findings)
+        return bool(self.outbox) or any(f.state not in ("stale", "not seen") for f in self.findings)
 
 
 async def trace_event(
@@ -62,9 +89,13 @@ async def trace_event(
         .where(failed_event.c.event_id == event_id)
     )
     failed = [dict(row) for row in (await conn.execute(failed_query)).mappings()]
+    outbox = await _outbox(conn, event_id)
     known = next(iter([*consumed, *parked, *failed]), None)
     if known is None:
-        return Trace(event_id)
+        own = next((row for row in outbox if row[1].kind == "event"), None)
+        if own is None:
+            return Trace(event_id, outbox=tuple(row for _, row in outbox))
+        return Trace(event_id, outbox=tuple(row for _, row in outbox), **own[0])
     event = {key: known.get(key) for key in ("event_type", "aggregate_type", "aggregate_id")}
     version = known.get("aggregate_version")
     recorded = {r["consumer_group"] for r in [*consumed, *parked, *failed]}
@@ -80,7 +111,55 @@ async def trace_event(
         if not mine:
             mine = [_unrecorded(name, version, last)]
         findings.extend(mine)
-    return Trace(event_id, version=version, findings=tuple(findings), **event)
+    return Trace(
+        event_id,
+        version=version,
+        findings=tuple(findings),
+        outbox=tuple(row for _, row in outbox),
+        **event,
+    )
+
+
+async def _outbox(conn: AsyncConnection, event_id: str) -> list[tuple[dict[str, Any], OutboxRow]]:
+    """The event's own outbox row and its records' rows, oldest first, each with what it
+    says of the event; none on a schema without the outbox."""
+    t = outbox_event
+    query = (
+        select(t)
+        .where(
+            or_(
+                t.c.event_id == event_id,
+                and_(t.c.aggregate_type == RECORD_AGGREGATE_TYPE, t.c.aggregate_id == event_id),
+            )
+        )
+        .order_by(t.c.id)
+    )
+    try:
+        async with conn.begin_nested():
+            found = (await conn.execute(query)).mappings().all()
+    except DBAPIError:  # no outbox_event table (yet)
+        return []
+    return [
+        (
+            {
+                "event_type": row["event_type"],
+                "aggregate_type": row["aggregate_type"],
+                "aggregate_id": row["aggregate_id"],
+                "version": row["aggregate_version"],
+            },
+            OutboxRow(
+                row["id"],
+                "event" if row["event_id"] == event_id else row["event_type"],
+                row["status"],
+                row["topic"],
+                _moment(row["created_at"]),
+                _moment(row["published_at"]),
+                row["retry_count"],
+                row["last_error"],
+            ),
+        )
+        for row in found
+    ]
 
 
 async def _rows(

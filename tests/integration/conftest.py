@@ -11,6 +11,8 @@
   still running at the end is killed. Their logs live under ``tmp_path``, and
   the tail of each is attached to the report of a failing test.
 - ``db``: read what the workers wrote into ``database_url``.
+- ``migrated_database``: ``database_url`` with the framework's schema, for tests that
+  write to it (the outbox) before any worker runs.
 
 A missing service skips the test locally and fails it under ``CI=true``.
 """
@@ -25,6 +27,7 @@ import pytest
 from redis import Redis
 from redis.exceptions import RedisError
 
+from app.db.migrate import upgrade_to_head
 from app.demo.broker import LocalBroker, broker_binary
 from tests.conftest import unavailable
 from tests.integration.support.databases import Databases, ServiceUnavailable
@@ -112,6 +115,13 @@ def backend() -> str:
 async def database_url(backend: str, make_database: Callable[[str], Awaitable[str]]) -> str:
     """A fresh database on ``backend``."""
     return await make_database(backend)
+
+
+@pytest.fixture
+async def migrated_database(database_url: str) -> str:
+    """``database_url`` with the framework's schema (for tests that run no worker)."""
+    await upgrade_to_head(database_url)
+    return database_url
 
 
 @pytest.fixture

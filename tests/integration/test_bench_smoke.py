@@ -29,7 +29,10 @@ pytestmark = pytest.mark.integration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SMOKE_TIMEOUT_SECONDS = 540
-SCENARIOS = {"bare", "one", "three", "storm", "three-redis", "storm-redis-cold", "storm-redis-warm"}
+SCENARIOS = {
+    *("bare", "one", "three", "storm", "three-redis", "storm-redis-cold", "storm-redis-warm"),
+    *("relay", "relay-latency", "relay-e2e"),
+}
 
 
 @pytest.mark.timeout(SMOKE_TIMEOUT_SECONDS + 60)

@@ -6,9 +6,9 @@ tables in every database, kept verbatim in ``support/legacy_revisions``) and
 holding rows:
 
 - upgraded for other handler modules than ``handlers``, gets the framework's
-  later revisions (``0004``: binary ids on MariaDB, ``database_identity``) with
-  its example tables and every row untouched, and gets no version table of
-  the example's;
+  later revisions (``0003``: the outbox; ``0004``: binary ids on MariaDB,
+  ``database_identity``) with its example tables and every row untouched, and
+  gets no version table of the example's;
 - upgraded with ``handlers`` among the handler modules, keeps every row;
   the example's history takes the tables over (its version table at its
   head), the schema is what ``handlers.example_metadata`` declares, and ids
@@ -127,7 +127,8 @@ async def test_an_old_database_is_left_alone_without_the_examples_and_taken_over
         await upgrade_to_head(url, ["schemas"])  # a module without migrations of its own
 
         async with engine.connect() as conn:
-            assert (await conn.run_sync(schema))[0] == old_tables | {"database_identity"}
+            added = {"database_identity", "outbox_event"}
+            assert (await conn.run_sync(schema))[0] == old_tables | added
         assert await versions(engine) == {VERSION_TABLE: "0004"}
         assert await rows(engine) == before
 
@@ -137,7 +138,7 @@ async def test_an_old_database_is_left_alone_without_the_examples_and_taken_over
         assert await rows(engine) == before
         async with engine.connect() as conn:
             tables, diffs = await conn.run_sync(schema)
-        assert tables == old_tables | {EXAMPLE_VERSION_TABLE, "database_identity"}
+        assert tables == old_tables | {EXAMPLE_VERSION_TABLE, "database_identity", "outbox_event"}
         assert diffs == []
         assert await award_in_other_case(engine) == ["ORDER-A", "order-a"]
     finally:

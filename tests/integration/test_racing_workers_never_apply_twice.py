@@ -38,7 +38,7 @@ from app.registry import Registry, handler
 from dlq.policy import RetryPolicy
 from schemas.envelope import Event
 from tests.pipeline.events import TOPIC, Records
-from tests.pipeline.support import Db, RecordingPublisher, test_metadata, write_effect
+from tests.pipeline.support import Db, test_metadata, write_effect
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +84,6 @@ def processor(engine: AsyncEngine, registry: Registry) -> BatchProcessor:
         session_factory(engine),
         registry,
         FailureRouter(RetryPolicy(TOPIC, (1.0,))),
-        RecordingPublisher(),
         concurrent_consumers=False,
     )
 

@@ -1,8 +1,8 @@
-"""Fixtures for the pipeline tests: a real SQLite file database, a fake broker.
+"""Fixtures for the pipeline tests: a real SQLite file database, no broker.
 
 Each test gets a fresh database file holding the framework's tables and the
 ``effect`` table test handlers write to, a fresh ``Registry``, records with
-increasing offsets, a frozen clock, a publisher that records what is routed,
+increasing offsets, a frozen clock, the outbox the routed records land in,
 and a factory of ``BatchProcessor``s over all of them.
 """
 
@@ -23,7 +23,7 @@ from app.pipeline.route import FailureRouter
 from app.registry import Registry
 from dlq.policy import RetryPolicy
 from tests.pipeline.events import TOPIC, Records
-from tests.pipeline.support import Db, FrozenClock, RecordingPublisher, test_metadata
+from tests.pipeline.support import Db, FrozenClock, Outbox, test_metadata
 
 TINY_BACKOFF = Backoff(initial=0.001, maximum=0.001, jitter=0.0)
 # The shipped default tiers (RETRY_DELAYS=1,5,30,300).
@@ -60,18 +60,18 @@ def clock() -> FrozenClock:
 
 
 @pytest.fixture
-def publisher() -> RecordingPublisher:
-    """The broker every processor of the test publishes retry and DLT records to."""
-    return RecordingPublisher()
+def outbox(engine: AsyncEngine) -> Outbox:
+    """The retry and DLT records the test's processors wrote to the outbox."""
+    return Outbox(engine)
 
 
 @pytest.fixture
 def make_processor(
-    engine: AsyncEngine, registry: Registry, clock: FrozenClock, publisher: RecordingPublisher
+    engine: AsyncEngine, registry: Registry, clock: FrozenClock
 ) -> Callable[..., BatchProcessor]:
     """``make_processor(delays=DELAYS, **overrides)``: a new processor over the test database
     and registry, routing failures of ``TOPIC`` through ``delays`` with the frozen ``clock``
-    to the recording ``publisher``.
+    (their records land in the outbox).
 
     Consumers run one after the other and infrastructure pauses last a millisecond.
     """
@@ -81,7 +81,6 @@ def make_processor(
             "concurrent_consumers": False,
             "backoff": TINY_BACKOFF,
             "router": FailureRouter(RetryPolicy(TOPIC, delays), clock=clock),
-            "publisher": publisher,
         }
         options.update(overrides)
         return BatchProcessor(session_factory(engine), registry, **options)

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from app.outbox.message import Message
 from app.records import RawRecord
 from dlq.records import OutRecord
 
@@ -86,7 +87,7 @@ class Records:
         return self.raw(record.value, record.key)
 
     def delivered(
-        self, out: OutRecord, extra_headers: tuple[tuple[str, bytes], ...] = ()
+        self, out: OutRecord | Message, extra_headers: tuple[tuple[str, bytes], ...] = ()
     ) -> RawRecord:
         """A published record as the broker hands it out: on its own topic, at a new offset
         (``extra_headers`` appended, as an operator's tool would)."""

@@ -1,5 +1,5 @@
 """What the pipeline tests share besides fixtures: the ``effect`` table, reads of the
-database, the frozen clock and a broker that only records what it is sent.
+database, the frozen clock and the records the pipeline left in the outbox.
 
 Test handlers write one ``effect`` row per call through ``ctx.session``, so a
 rolled-back effect is visible as a missing row and a doubled one as two rows.
@@ -16,9 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.context import HandlerContext
 from app.db import tables
+from app.db.tables import outbox_event
+from app.outbox.message import Message, message_of
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.processor import BatchProcessor
-from dlq.records import OutRecord
 
 MakeProcessor = Callable[..., BatchProcessor]
 
@@ -115,40 +116,24 @@ class FrozenClock:
         self.now += timedelta(seconds=seconds)
 
 
-def broker_down() -> BaseException:
-    """What an unreachable broker raises by default: an infrastructure failure."""
-    return ConnectionRefusedError("broker:9092 refused")
+class Outbox:
+    """The retry and DLT records the pipeline wrote to the outbox, as the relay sends them
+    (``app.outbox.message``), in the order they were written."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def records(self) -> list[Message]:
+        """Every record in the outbox, in id order."""
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(outbox_event).order_by(outbox_event.c.id))).mappings()
+            return [message_of(row) for row in rows]
+
+    async def to(self, topic: str) -> list[Message]:
+        """The records for ``topic``, in order."""
+        return [r for r in await self.records() if r.topic == topic]
 
 
-class RecordingPublisher:
-    """A fake broker: keeps every published record, in order.
-
-    It refuses its first ``fail_times`` publishes (``math.inf``: all of them) with
-    ``error()``; ``attempts`` counts every publish of at least one record, refused
-    or not. Like the real publisher, publishing nothing is not a trip to the broker.
-    """
-
-    def __init__(
-        self, fail_times: float = 0, error: Callable[[], BaseException] = broker_down
-    ) -> None:
-        self.records: list[OutRecord] = []
-        self.attempts = 0
-        self.fail_times = fail_times
-        self.error = error
-
-    async def publish(self, records: Sequence[OutRecord]) -> None:
-        if not records:
-            return
-        self.attempts += 1
-        if self.attempts <= self.fail_times:
-            raise self.error()
-        self.records.extend(records)
-
-    def to(self, topic: str) -> list[OutRecord]:
-        """The records published to ``topic``, in order."""
-        return [r for r in self.records if r.topic == topic]
-
-
-def header_map(record: OutRecord) -> dict[str, str]:
-    """A published record's headers as text (the tests check elsewhere that none repeats)."""
+def header_map(record: Message) -> dict[str, str]:
+    """A record's headers as text (the tests check elsewhere that none repeats)."""
     return {name: value.decode() for name, value in record.headers}

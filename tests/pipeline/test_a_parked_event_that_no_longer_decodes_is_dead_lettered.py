@@ -26,7 +26,7 @@ from tests.pipeline.events import TOPIC, Records, envelope
 from tests.pipeline.support import (
     Db,
     MakeProcessor,
-    RecordingPublisher,
+    Outbox,
     header_map,
     write_effect,
 )
@@ -37,7 +37,7 @@ async def test_a_parked_event_that_no_longer_decodes_is_dead_lettered_for_its_co
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     @handler("OrderPaid", consumer="points", registry=registry)
     async def points(event: Event, ctx: HandlerContext) -> None:
@@ -65,7 +65,7 @@ async def test_a_parked_event_that_no_longer_decodes_is_dead_lettered_for_its_co
         ("points", "e1", Kind.APPLIED),
         ("points", "e2", Kind.POISON),
     ]
-    [dead] = publisher.records
+    [dead] = await outbox.records()
     headers = header_map(dead)
     assert dead.topic == dlt_topic(TOPIC)
     assert (dead.key, dead.value) == (second.key, unreadable)

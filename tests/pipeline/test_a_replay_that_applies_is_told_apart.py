@@ -17,14 +17,14 @@ from app.registry import Registry, handler
 from dlq.records import replay_record
 from schemas.envelope import Event
 from tests.pipeline.events import Records
-from tests.pipeline.support import MakeProcessor, RecordingPublisher, write_effect
+from tests.pipeline.support import MakeProcessor, Outbox, write_effect
 
 
 async def test_only_the_replay_that_applies_is_marked(
     make_processor: MakeProcessor,
     registry: Registry,
     records: Records,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     broken = {"e1"}
 
@@ -35,7 +35,7 @@ async def test_only_the_replay_that_applies_is_marked(
         await write_effect(event, ctx)
 
     await make_processor().process([records.event("e1", version=1), records.event("e2", version=2)])
-    [dead] = publisher.records
+    [dead] = await outbox.records()
     replay = replay_record(records.delivered(dead))
 
     too_early = await make_processor().process([records.delivered(replay)])

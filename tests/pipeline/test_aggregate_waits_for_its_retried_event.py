@@ -16,7 +16,7 @@ from app.registry import Registry, handler
 from dlq.topics import retry_topic
 from schemas.envelope import Event
 from tests.pipeline.events import TOPIC, Records
-from tests.pipeline.support import Db, MakeProcessor, RecordingPublisher, kinds, write_effect
+from tests.pipeline.support import Db, MakeProcessor, Outbox, kinds, write_effect
 
 
 async def test_successors_park_behind_the_retried_event_and_apply_in_order_after_it(
@@ -24,7 +24,7 @@ async def test_successors_park_behind_the_retried_event_and_apply_in_order_after
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     broken = {"a1"}
     calls: list[str] = []
@@ -54,7 +54,7 @@ async def test_successors_park_behind_the_retried_event_and_apply_in_order_after
     assert set(calls) == {"b1"}  # parked events never reach a handler
     assert await db.parked("points") == ["a2", "a3"]
     assert await db.version("points", "o-a") is None
-    [retry] = publisher.records
+    [retry] = await outbox.records()
     assert retry.topic == retry_topic(TOPIC, 1)
 
     broken.clear()
@@ -69,4 +69,4 @@ async def test_successors_park_behind_the_retried_event_and_apply_in_order_after
     assert await db.version("points", "o-a") == 3
     [row] = await db.failed("points")
     assert (row["event_id"], row["status"], row["attempts"]) == ("a1", "resolved", 1)
-    assert len(publisher.records) == 1
+    assert len(await outbox.records()) == 1

@@ -22,7 +22,7 @@ from tests.pipeline.events import Records
 from tests.pipeline.support import (
     Db,
     MakeProcessor,
-    RecordingPublisher,
+    Outbox,
     header_map,
     kinds,
     write_effect,
@@ -88,7 +88,7 @@ async def test_one_consumers_failure_parks_only_its_own_successors(
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     @handler("OrderPaid", consumer="points", registry=registry)
     async def points(event: Event, ctx: HandlerContext) -> None:
@@ -114,7 +114,7 @@ async def test_one_consumers_failure_parks_only_its_own_successors(
     assert await db.failed("notification") == []
     assert await db.version("points") is None
     assert await db.version("notification") == 2
-    [retry] = publisher.records
+    [retry] = await outbox.records()
     assert header_map(retry)["retry-consumer-group"] == "points"
 
 
@@ -150,7 +150,7 @@ async def test_a_retry_for_a_consumer_another_deployment_runs_is_left_to_it_quie
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """``CONSUMERS`` splits the consumers over deployments: a retry of points-service's read
@@ -166,7 +166,7 @@ async def test_a_retry_for_a_consumer_another_deployment_runs_is_left_to_it_quie
         await write_effect(event, ctx)
 
     await make_processor().process([records.event("e1", version=1)])
-    [retry] = publisher.records
+    [retry] = await outbox.records()
     back = records.delivered(retry)
     only_inventory = registry.only(["inventory"])
 

@@ -30,7 +30,7 @@ from tests.pipeline.events import TOPIC, Records
 from tests.pipeline.support import (
     Db,
     MakeProcessor,
-    RecordingPublisher,
+    Outbox,
     effect,
     kinds,
     write_effect,
@@ -50,7 +50,7 @@ async def test_only_the_failing_event_is_rolled_back_and_its_successors_park(
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     @handler("OrderPaid", consumer="points", registry=registry)
     async def on_paid(event: Event, ctx: HandlerContext) -> None:
@@ -99,7 +99,7 @@ async def test_only_the_failing_event_is_rolled_back_and_its_successors_park(
     assert failure["record_value"] == bad.value
     assert failure["record_key"] == bad.key
     assert headers_from_json(failure["record_headers"]) == bad.headers
-    [retry] = publisher.records
+    [retry] = await outbox.records()
     assert retry.topic == retry_topic(TOPIC, 1)
     assert (retry.key, retry.value) == (bad.key, bad.value)
 
@@ -177,7 +177,7 @@ async def test_the_failure_reason_follows_the_exception_and_the_declaration(
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
     raised: Exception,
     declared: tuple[type[BaseException], ...],
     routed: tuple[Kind, str, str, str],
@@ -193,7 +193,7 @@ async def test_the_failure_reason_follows_the_exception_and_the_declaration(
     assert kinds(outcomes) == [("e1", kind)]
     [failure] = await db.failed("points")
     assert (failure["reason"], failure["status"]) == (reason, status)
-    assert [r.topic for r in publisher.records] == [topic]
+    assert [r.topic for r in await outbox.records()] == [topic]
     assert failure["exception_type"].endswith(type(raised).__qualname__)
     assert await db.consumed("points") == []
 
@@ -203,7 +203,7 @@ async def test_the_retry_record_delivered_back_applies_and_drains_its_successors
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     broken = {"e1": True}
 
@@ -217,7 +217,7 @@ async def test_the_retry_record_delivered_back_applies_and_drains_its_successors
     await make_processor().process([first, records.event("e2", version=2)])
     assert await db.parked("points") == ["e2"]
 
-    [retry] = publisher.records
+    [retry] = await outbox.records()
     assert (retry.key, retry.value) == (first.key, first.value)
 
     broken["e1"] = False  # the retry tier delivers the same bytes later
@@ -234,7 +234,7 @@ async def test_a_parked_successor_that_fails_when_drained_is_recorded_and_unpark
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     @handler("OrderPaid", consumer="points", registry=registry)
     async def on_paid(event: Event, ctx: HandlerContext) -> None:
@@ -255,6 +255,6 @@ async def test_a_parked_successor_that_fails_when_drained_is_recorded_and_unpark
     assert (failure["event_id"], failure["reason"]) == ("e2", "retryable")
     # The row and the retry record name where e2 first arrived, not the batch that drained it.
     assert (failure["topic"], failure["offset"]) == (parked.topic, parked.offset)
-    [retry] = publisher.records
+    [retry] = await outbox.records()
     assert (retry.key, retry.value) == (parked.key, parked.value)
     assert dict(retry.headers)["dlt-original-offset"] == str(parked.offset).encode()

@@ -31,7 +31,7 @@ from tests.pipeline.support import (
     Db,
     FrozenClock,
     MakeProcessor,
-    RecordingPublisher,
+    Outbox,
     header_map,
     kinds,
     write_effect,
@@ -60,7 +60,7 @@ async def test_an_always_failing_event_goes_tier_by_tier_to_the_dlt(
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
     clock: FrozenClock,
 ) -> None:
     calls: list[tuple[str, str]] = []
@@ -72,7 +72,7 @@ async def test_an_always_failing_event_goes_tier_by_tier_to_the_dlt(
 
     assert kinds(first, "points") == [("e1", Kind.RETRIED)]
     assert kinds(first, "notification") == [("e1", Kind.APPLIED)]
-    [to_tier_1] = publisher.records
+    [to_tier_1] = await outbox.records()
     assert to_tier_1.topic == TIER_1
     assert (to_tier_1.key, to_tier_1.value) == (main.key, main.value)
     headers = header_map(to_tier_1)
@@ -89,7 +89,7 @@ async def test_an_always_failing_event_goes_tier_by_tier_to_the_dlt(
 
     assert kinds(second) == [("e1", Kind.RETRIED)]
     assert second[0].consumer == "points"
-    to_tier_2 = publisher.records[-1]
+    to_tier_2 = (await outbox.records())[-1]
     assert to_tier_2.topic == TIER_2
     headers = header_map(to_tier_2)
     assert (headers["retry-consumer-group"], headers["retry-attempt"]) == ("points", "2")
@@ -103,7 +103,7 @@ async def test_an_always_failing_event_goes_tier_by_tier_to_the_dlt(
 
     assert kinds(third) == [("e1", Kind.DEAD_LETTERED)]
     assert third[0].consumer == "points"
-    dead = publisher.records[-1]
+    dead = (await outbox.records())[-1]
     assert dead.topic == DLT
     assert (dead.key, dead.value) == (main.key, main.value)
     headers = header_map(dead)
@@ -116,7 +116,7 @@ async def test_an_always_failing_event_goes_tier_by_tier_to_the_dlt(
         "2024-05-01T12:00:00.000Z",
         "2024-05-01T12:00:06.000Z",
     )
-    assert [r.topic for r in publisher.records] == [TIER_1, TIER_2, DLT]
+    assert [r.topic for r in await outbox.records()] == [TIER_1, TIER_2, DLT]
 
     [row] = await db.failed()
     assert (row["consumer_group"], row["status"], row["attempts"]) == ("points", "dead", 3)
@@ -144,7 +144,7 @@ async def test_a_non_retryable_failure_goes_straight_to_the_dlt(
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
     raised: Exception,
     declared: tuple[type[BaseException], ...],
 ) -> None:
@@ -155,7 +155,7 @@ async def test_a_non_retryable_failure_goes_straight_to_the_dlt(
     outcomes = await make_processor(delays=DELAYS).process([records.event("e1")])
 
     assert kinds(outcomes) == [("e1", Kind.DEAD_LETTERED)]
-    [dead] = publisher.records
+    [dead] = await outbox.records()
     assert dead.topic == DLT
     headers = header_map(dead)
     assert (headers["dlt-reason"], headers["dlt-attempts"]) == ("non-retryable", "1")
@@ -169,14 +169,14 @@ async def test_without_tiers_a_retryable_failure_goes_straight_to_the_dlt(
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     register(registry, [])
 
     outcomes = await make_processor(delays=()).process([records.event("e1")])
 
     assert kinds(outcomes, "points") == [("e1", Kind.DEAD_LETTERED)]
-    [dead] = publisher.records
+    [dead] = await outbox.records()
     assert (dead.topic, header_map(dead)["dlt-reason"]) == (DLT, "retries-exhausted")
     [row] = await db.failed("points")
     assert (row["status"], row["attempts"]) == ("dead", 1)

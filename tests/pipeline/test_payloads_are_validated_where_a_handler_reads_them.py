@@ -20,7 +20,7 @@ from app.registry import Registry, handler
 from dlq.topics import dlt_topic
 from schemas.envelope import Event
 from tests.pipeline.events import TOPIC, Records, envelope
-from tests.pipeline.support import Db, MakeProcessor, RecordingPublisher, header_map, kinds
+from tests.pipeline.support import Db, MakeProcessor, Outbox, header_map, kinds
 
 # OrderCreated without its order number, items and amount: its model refuses it.
 BROKEN_CREATED = {"orderId": "o-1", "userId": "u-1"}
@@ -41,7 +41,7 @@ async def test_a_payload_no_handler_reads_is_not_validated_and_advances_the_vers
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     calls: list[str] = []
 
@@ -57,7 +57,7 @@ async def test_a_payload_no_handler_reads_is_not_validated_and_advances_the_vers
         ("paid", Kind.APPLIED),
     ]
     assert calls == ["paid"]
-    assert publisher.records == []
+    assert await outbox.records() == []
     assert await db.failed() == []
     assert await db.version("points") == 2
     assert await db.version("points", "o-2") == 1
@@ -67,7 +67,7 @@ async def test_the_same_records_are_poison_where_a_handler_reads_them(
     make_processor: MakeProcessor,
     registry: Registry,
     records: Records,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     @handler("OrderCreated", consumer="inventory", registry=registry)
     async def reserve(event: Event, ctx: HandlerContext) -> None:
@@ -76,7 +76,7 @@ async def test_the_same_records_are_poison_where_a_handler_reads_them(
     outcomes = await make_processor().process(created_records(records))
 
     assert kinds(outcomes, "") == [("created", Kind.POISON), ("created-v9", Kind.POISON)]
-    assert [header_map(r)["dlt-reason"] for r in publisher.to(dlt_topic(TOPIC))] == [
+    assert [header_map(r)["dlt-reason"] for r in await outbox.to(dlt_topic(TOPIC))] == [
         "invalid-schema",
         "unsupported-version",
     ]
@@ -86,7 +86,7 @@ async def test_a_broken_envelope_is_poison_whoever_reads_the_type(
     make_processor: MakeProcessor,
     registry: Registry,
     records: Records,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     @handler("OrderPaid", consumer="points", registry=registry)
     async def points(event: Event, ctx: HandlerContext) -> None:
@@ -98,5 +98,5 @@ async def test_a_broken_envelope_is_poison_whoever_reads_the_type(
     outcomes = await make_processor().process([records.raw(orjson.dumps(env))])
 
     assert kinds(outcomes, "") == [(None, Kind.POISON)]  # an envelope it could not read
-    [dead] = publisher.records
+    [dead] = await outbox.records()
     assert header_map(dead)["dlt-reason"] == "invalid-schema"

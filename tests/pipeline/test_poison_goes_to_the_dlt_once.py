@@ -27,7 +27,7 @@ from tests.pipeline.events import TOPIC, Records, envelope
 from tests.pipeline.support import (
     Db,
     MakeProcessor,
-    RecordingPublisher,
+    Outbox,
     header_map,
     kinds,
     write_effect,
@@ -89,7 +89,7 @@ async def test_poison_goes_to_the_dlt_once_for_nobody_and_the_good_events_apply(
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
     value: bytes | None,
     reason: str,
     event_id: str | None,
@@ -114,7 +114,7 @@ async def test_poison_goes_to_the_dlt_once_for_nobody_and_the_good_events_apply(
         assert kinds(outcomes, consumer) == [("e1", Kind.APPLIED), ("e2", Kind.APPLIED)]
         assert await db.version(consumer) == 2
         assert await db.failed(consumer) == []
-    [dead] = publisher.records
+    [dead] = await outbox.records()
     assert dead.topic == DLT
     assert (dead.key, dead.value, dead.headers[: len(poison.headers)]) == (
         b"poison-key",
@@ -146,12 +146,12 @@ async def test_redelivered_poison_upserts_the_same_row(
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     register_two_consumers(registry, [])
     batch = [records.raw(b"\xff\xfe garbage"), records.event("e1")]
     await make_processor().process(batch)
-    assert [r.topic for r in publisher.records] == [DLT]
+    assert [r.topic for r in await outbox.records()] == [DLT]
 
     outcomes = await make_processor().process(batch)
 
@@ -160,8 +160,9 @@ async def test_redelivered_poison_upserts_the_same_row(
         ("", "undecodable", "dead")
     ]
     # Published once per delivery, always for nobody, always the same bytes.
-    assert [r.topic for r in publisher.records] == [DLT, DLT]
-    assert publisher.records[0] == publisher.records[1]
+    records = await outbox.records()
+    assert [r.topic for r in records] == [DLT, DLT]
+    assert records[0] == records[1]
 
 
 async def test_a_batch_of_nothing_but_poison_runs_no_consumer(
@@ -169,7 +170,7 @@ async def test_a_batch_of_nothing_but_poison_runs_no_consumer(
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     calls: list[tuple[str, str]] = []
     register_two_consumers(registry, calls)
@@ -180,7 +181,7 @@ async def test_a_batch_of_nothing_but_poison_runs_no_consumer(
     assert [(o.kind, o.consumer) for o in outcomes] == [(Kind.POISON, ""), (Kind.POISON, "")]
     assert calls == []
     assert [r["reason"] for r in await db.failed()] == ["undecodable", "unsupported-version"]
-    assert [header_map(r)["dlt-reason"] for r in publisher.records] == [
+    assert [header_map(r)["dlt-reason"] for r in await outbox.records()] == [
         "undecodable",
         "unsupported-version",
     ]
@@ -204,7 +205,7 @@ async def test_poison_of_a_partition_reaches_the_dlt_in_the_order_it_came(
     make_processor: MakeProcessor,
     registry: Registry,
     records: Records,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     register_two_consumers(registry, [])
     # A schema violation is found after bytes that are no JSON at all; it came first.
@@ -212,6 +213,6 @@ async def test_poison_of_a_partition_reaches_the_dlt_in_the_order_it_came(
 
     await make_processor().process(batch)
 
-    assert [int(header_map(r)["dlt-original-offset"]) for r in publisher.records] == [
+    assert [int(header_map(r)["dlt-original-offset"]) for r in await outbox.records()] == [
         r.offset for r in batch
     ]

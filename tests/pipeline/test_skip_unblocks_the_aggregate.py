@@ -21,7 +21,7 @@ from dlq.records import replay_record
 from dlq.topics import dlt_topic
 from schemas.envelope import Event
 from tests.pipeline.events import TOPIC, Records
-from tests.pipeline.support import Db, MakeProcessor, RecordingPublisher, kinds, write_effect
+from tests.pipeline.support import Db, MakeProcessor, Outbox, kinds, write_effect
 
 
 async def test_a_skip_takes_the_dead_version_without_its_handler_and_drains_the_next(
@@ -29,7 +29,7 @@ async def test_a_skip_takes_the_dead_version_without_its_handler_and_drains_the_
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     broken = {"e1"}
     calls: list[tuple[str, str]] = []
@@ -49,7 +49,7 @@ async def test_a_skip_takes_the_dead_version_without_its_handler_and_drains_the_
     main = records.event("e1", version=1)
     first = await make_processor().process([main, records.event("e2", version=2)])
     assert kinds(first, "points") == [("e1", Kind.DEAD_LETTERED), ("e2", Kind.PARKED)]
-    [dead] = publisher.records
+    [dead] = await outbox.records()
     assert dead.topic == dlt_topic(TOPIC)
     assert await db.parked("points") == ["e2"]
 
@@ -92,4 +92,4 @@ async def test_a_skip_takes_the_dead_version_without_its_handler_and_drains_the_
     assert await db.effects("notification") == ["e1", "e2"]
     [row] = await db.failed("points")
     assert row["status"] == "skipped"
-    assert len(publisher.records) == 1
+    assert len(await outbox.records()) == 1

@@ -31,6 +31,9 @@ def test_the_alerts_cover_the_operational_failures() -> None:
         "EffectivelyOnceDeadLettersRising": "effectively_once_dlt_records_total",
         "EffectivelyOncePrefilterCircuitOpen": "effectively_once_prefilter_circuit_open",
         "EffectivelyOnceInfrastructurePause": "effectively_once_paused",
+        "EffectivelyOnceOutboxPendingTooOld": "effectively_once_outbox_oldest_pending_age_seconds",
+        "EffectivelyOnceOutboxRowsDead": "effectively_once_outbox_dead_total",
+        "EffectivelyOnceRelayDown": "effectively_once_relay_last_poll_timestamp_seconds",
     }
     for alert, metric in wanted.items():
         assert metric in by_name[alert]["expr"], alert

@@ -213,4 +213,4 @@ def test_empty_batch_changes_share_nothing() -> None:
     first.failed.append({"event_id": "e3"})
     first.resolved.append({"b_offset": 4})
 
-    assert second == BatchChanges([], {}, set(), [], set(), [], [])
+    assert second == BatchChanges.empty()

@@ -4,7 +4,9 @@ Contract: from the framework's tables, per consumer: applied (when, which
 version), parked (which version it waits for: the aggregate's last version + 1),
 stale (no row, the aggregate already at or past the event's version), failed
 (status, reason and attempts from ``failed_event``, whatever columns it has),
-and poison (no consumer's). ``--json`` prints the same as one JSON document. An
+and poison (no consumer's); and the event's outbox rows (its own, written by this
+database's service, and its retry and DLT records), also for an event no consumer
+has seen yet. ``--json`` prints the same as one JSON document. An
 eventId nobody recorded exits 1 with a message saying why that can be; a
 database that cannot be read exits 2 with one clear line and no traceback.
 """
@@ -25,12 +27,19 @@ from typer.testing import CliRunner
 from app.__main__ import build_cli
 from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
-from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
+from app.db.tables import (
+    aggregate_version,
+    consumed_event,
+    failed_event,
+    outbox_event,
+    parked_event,
+)
 from app.trace.query import trace_event
 
 AT = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 EVENT = "evt-paid"
 POISON = "evt-poison"
+UNSENT = "evt-unsent"
 AGG = {"aggregate_type": "Order", "aggregate_id": "o-1"}
 CONSUMERS = ["inventory-service", "notification-service", "points-service"]
 
@@ -42,6 +51,16 @@ def failure(consumer: str, event_id: str, offset: int, **fields: Any) -> dict[st
         "reason": "retryable", "exception_type": "builtins.ValueError",
         "exception_message": "bad amount\nmore", "record_headers": "[]", "status": "retrying",
         "attempts": 2, "first_failed_at": AT, "last_failed_at": AT, **fields,
+    }
+
+
+def outbox_row(
+    event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, status: str, **more: Any
+) -> dict[str, Any]:
+    return {
+        "event_id": event_id, "event_type": event_type, "aggregate_type": aggregate_type,
+        "aggregate_id": aggregate_id, "topic": "orders", "payload": "{}", "status": status,
+        "retry_count": 0, "created_at": AT, "updated_at": AT, "last_error": None, **more,
     }
 
 
@@ -65,6 +84,11 @@ async def build(url: str) -> None:
                 ("points-service", 2), ("inventory-service", None),
                 ("notification-service", 5), ("audit-service", 1),
             ]
+        ])
+        await conn.execute(insert(outbox_event), [
+            outbox_row(EVENT, "OrderPaid", "Order", "o-1", "PUBLISHED"),
+            outbox_row("rec-1", "retry", "effectively-once", EVENT, "PENDING"),
+            outbox_row(UNSENT, "OrderCreated", "Order", "o-2", "DEAD", last_error="no topic"),
         ])
         await conn.execute(insert(failed_event), [
             failure("audit-service", EVENT, 7),
@@ -101,6 +125,21 @@ def test_each_consumer_gets_its_state(database_url: str) -> None:
     assert state == "retrying"
     assert "reason retryable" in detail and "2 attempt(s)" in detail
     assert "builtins.ValueError: bad amount" in detail
+
+
+def test_the_events_outbox_rows_are_shown(database_url: str) -> None:
+    found = asyncio.run(traced(database_url, EVENT))
+    assert [(r.kind, r.status) for r in found.outbox] == [
+        ("event", "PUBLISHED"), ("retry", "PENDING")
+    ]
+    unsent = asyncio.run(traced(database_url, UNSENT))
+    assert unsent.found and unsent.findings == ()
+    assert (unsent.event_type, unsent.aggregate_id) == ("OrderCreated", "o-2")
+    [row] = unsent.outbox
+    assert (row.status, row.last_error) == ("DEAD", "no topic")
+    result = run(UNSENT, "--database-url", database_url, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "DEAD" in result.stdout and "no topic" in result.stdout
 
 
 def test_poison_is_nobodys(database_url: str) -> None:

@@ -1,0 +1,129 @@
+"""The relay's producer: aiokafka, idempotent, ``acks=all``; never creates a topic.
+
+A row's topic must exist: the producer asks the broker for *every* topic (a
+request that creates nothing) before it sends to one it has not seen, because
+naming a missing topic in a send makes a broker with ``auto.create.topics.enable``
+(Kafka's default) create it. A row for a missing topic fails its attempt instead.
+
+Failures are told apart (``is_row_fault``): the broker refusing *this record*
+(too large, invalid topic, not authorised) counts as an attempt of the row; the
+broker being unreachable or slow (connection, timeout, leader elections, not
+enough replicas) is nobody's attempt: the relay waits and sends again.
+
+Idempotence (``RELAY_IDEMPOTENT``, on by default) keeps a batch the producer
+retries internally from being written twice. A broker that refuses it
+(``InitProducerId``; Tansu 0.6 does) stops the relay with a clear message;
+without it a retried batch may be written twice, and the consumers' dedup absorbs
+the copy. Either way aiokafka sends one batch per partition at a time, so a
+partition receives the records in the order they were sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+
+from app.outbox.message import BadRow, Message
+from dlq.broker import bootstrap_servers
+
+START_TIMEOUT_SECONDS = 15.0
+# What a broker without idempotent producers answers to InitProducerId.
+_NO_IDEMPOTENCE = {"UnknownError", "UnsupportedVersionError"}
+TOPICS_MAX_AGE_SECONDS = 60.0
+log = logging.getLogger("effectively_once.relay")
+
+
+class BrokerRefused(Exception):
+    """The broker will not serve this producer as configured (a setting must change)."""
+
+
+def is_row_fault(exc: BaseException) -> bool:
+    """True when the broker refused the record itself (the row's attempt failed), False when
+    the broker was unreachable or busy (nobody's attempt: send again later)."""
+    if isinstance(exc, BadRow):
+        return True
+    return isinstance(exc, KafkaError) and not exc.retriable and not _is_timeout(exc)
+
+
+def _is_timeout(exc: KafkaError) -> bool:
+    # KafkaTimeoutError (no metadata, buffer full, batch expired) is not marked retriable.
+    return type(exc).__name__ in {"KafkaTimeoutError", "ProducerClosed"}
+
+
+class KafkaBroker:
+    """Sends ``Message``s; one per relay process."""
+
+    def __init__(
+        self,
+        broker_url: str,
+        idempotent: bool = True,
+        request_timeout_seconds: float = 15.0,
+        client_id: str = "effectively-once-relay",
+    ) -> None:
+        self.broker_url = broker_url
+        self.idempotent = idempotent
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap_servers(broker_url),
+            client_id=client_id,
+            acks="all",
+            enable_idempotence=idempotent,
+            linger_ms=2,
+            max_batch_size=256 * 1024,
+            request_timeout_ms=int(request_timeout_seconds * 1000),
+        )
+        self._started = False
+        self._topics: set[str] = set()
+        self._topics_at = 0.0
+
+    @property
+    def producer(self) -> AIOKafkaProducer:
+        """The aiokafka producer (tests read its configuration)."""
+        return self._producer
+
+    async def start(self) -> None:
+        """Connect; raises ``BrokerRefused`` for a setting the broker refuses, and aiokafka's
+        or the OS's error (an infrastructure failure) when it cannot be reached."""
+        if self._started:
+            return
+        try:
+            await asyncio.wait_for(self._producer.start(), START_TIMEOUT_SECONDS)
+        except KafkaError as exc:
+            await self._producer.stop()
+            if self.idempotent and type(exc).__name__ in _NO_IDEMPOTENCE:
+                raise BrokerRefused(
+                    f"the broker refused an idempotent producer ({type(exc).__name__} for "
+                    "InitProducerId); set RELAY_IDEMPOTENT=false for a broker without it"
+                ) from None
+            raise
+        except BaseException:
+            await self._producer.stop()
+            raise
+        self._started = True
+
+    async def stop(self) -> None:
+        """Flush what is queued and disconnect (a producer never started is closed too)."""
+        self._started = False
+        await self._producer.stop()
+
+    async def missing_topics(self, topics: set[str]) -> set[str]:
+        """Which of ``topics`` the broker does not have (asks it when one is not known, or
+        the list is older than a minute). Raises when the broker cannot be asked."""
+        stale = time.monotonic() - self._topics_at > TOPICS_MAX_AGE_SECONDS
+        if stale or not topics <= self._topics:
+            metadata = await self._producer.client.fetch_all_metadata()
+            self._topics = set(metadata.topics())
+            self._topics_at = time.monotonic()
+        return topics - self._topics
+
+    async def send(self, message: Message) -> asyncio.Future[Any]:
+        """Queue ``message``; the future completes when the broker acknowledged it."""
+        if message.key is None and message.value is None:
+            raise BadRow("a record needs a key or a value; this one has neither")
+        return await self._producer.send(
+            message.topic, message.value, key=message.key, headers=list(message.headers)
+        )

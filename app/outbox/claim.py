@@ -1,0 +1,292 @@
+"""The relay's claim: which due rows a relay may take, without breaking an aggregate's order.
+
+**The rule.** A row is published only after every earlier row (lower ``id``) of its
+aggregate is ``PUBLISHED`` or ``DEAD``. A claim therefore takes, per aggregate, a
+*chain*: the aggregate's earliest unpublished row and the ones after it, in id
+order, as long as each is claimable (``PENDING`` and due, or ``PROCESSING`` under
+a lease that expired), and stops at the first that is not: a row another relay
+holds, or one waiting for its next attempt, holds back everything after it.
+
+**Why ``SKIP LOCKED`` alone is not enough.** ``SELECT ... FOR UPDATE SKIP LOCKED``
+skips a row another relay has locked and takes the next one: the later row of an
+aggregate whose earlier row is being claimed elsewhere. Here a claim is one
+transaction of three steps:
+
+1. *scan*: read the unpublished rows in id order (``PENDING`` a page at a time,
+   ``PROCESSING`` all of them) and plan the chains (``plan_chains``, pure);
+2. *lock*: ``SELECT ... FOR UPDATE SKIP LOCKED`` the planned rows; the statement
+   returns each row as last committed;
+3. *keep*: of each chain, only the prefix that this relay locked *and* that is still
+   claimable as locked (``keep_prefixes``, pure);
+4. *check*: drop every kept chain whose aggregate has, as last committed now, an
+   unpublished row before it (``_first_in_line``): the scan's statements each saw
+   their own moment, so a row that went from ``PENDING`` to ``PROCESSING`` between
+   two of them was seen by neither; mark the rest ``PROCESSING`` with this relay's
+   lease, and commit.
+
+A row skipped in step 2 (locked by another claim) or changed since step 1 (claimed
+and committed by another relay) cuts its chain there: the rows after it are not
+taken, so no relay ever holds a later row of an aggregate without the earlier
+ones. Two relays planning the same chain both lock; whichever misses the chain's
+head keeps nothing of it. Once committed, the ``PROCESSING`` rows hold the chain's
+later rows back from everyone else until they are published, released or their
+lease expires. SQLite has one writer: the claim's transaction begins with
+``BEGIN IMMEDIATE`` (``app.db.engine``) and nothing can change under it.
+
+*Limit:* "earlier" is the order of ``id``, given when a row is inserted, and a
+relay sees only committed rows. Two transactions adding rows of one aggregate at
+once may commit in the other order than their ids; the one with the lower id is
+then published after the other. Lock the aggregate's own row (``UPDATE orders
+...``) before adding its events, as an order service does anyway, and ids follow
+commit order; consumers put versioned events in order again whatever happens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import not_, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.dialect import backend, one_of
+from app.db.tables import outbox_event as t
+from app.outbox.status import UNPUBLISHED, OutboxStatus
+
+Aggregate = tuple[str, str]
+# Scanning stops after this many pages of unpublished rows, and later pages leave out at
+# most this many aggregates already found blocked (a blocked head with a long tail behind it).
+MAX_SCAN_PAGES = 20
+MAX_EXCLUDED = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """An unpublished row as the scan read it."""
+
+    id: int
+    aggregate: Aggregate
+    status: str
+    next_retry_at: datetime | None
+    lease_expires_at: datetime | None
+
+    def claimable(self, now: datetime) -> bool:
+        """``PENDING`` and due, or ``PROCESSING`` under an expired lease."""
+        if self.status == OutboxStatus.PENDING:
+            return self.next_retry_at is None or aware(self.next_retry_at) <= now
+        if self.status == OutboxStatus.PROCESSING:
+            return self.lease_expires_at is None or aware(self.lease_expires_at) <= now
+        return False
+
+
+class Planner:
+    """Builds the chains from unpublished rows fed in id order (one page after another)."""
+
+    def __init__(self, now: datetime, limit: int) -> None:
+        self.now = now
+        self.limit = limit
+        self.chains: dict[Aggregate, list[int]] = {}
+        self.blocked: set[Aggregate] = set()
+        self.count = 0
+
+    @property
+    def full(self) -> bool:
+        """True once the chains hold ``limit`` rows."""
+        return self.count >= self.limit
+
+    def feed(self, rows: Iterable[Seen]) -> None:
+        """Take ``rows`` (id order, after every row fed before)."""
+        for row in rows:
+            agg = row.aggregate
+            if agg in self.blocked:
+                continue
+            if not self.full and row.claimable(self.now):
+                self.chains.setdefault(agg, []).append(row.id)
+                self.count += 1
+            else:
+                # Everything after this row of its aggregate waits for it.
+                self.blocked.add(agg)
+
+
+def plan_chains(rows: Iterable[Seen], now: datetime, limit: int) -> dict[Aggregate, list[int]]:
+    """The chains to claim from every unpublished row up to some id, fed in id order."""
+    planner = Planner(now, limit)
+    planner.feed(rows)
+    return planner.chains
+
+
+def keep_prefixes(
+    chains: Mapping[Aggregate, Sequence[int]], locked: Mapping[int, Seen], now: datetime
+) -> list[int]:
+    """Of each chain, the rows up to the first one not locked or no longer claimable."""
+    kept: list[int] = []
+    for chain in chains.values():
+        for row_id in chain:
+            row = locked.get(row_id)
+            if row is None or not row.claimable(now):
+                break
+            kept.append(row_id)
+    return sorted(kept)
+
+
+_SCAN_COLUMNS = (
+    *(t.c.id, t.c.aggregate_type, t.c.aggregate_id),
+    *(t.c.status, t.c.next_retry_at, t.c.lease_expires_at),
+)
+
+
+def _seen(row: Any) -> Seen:
+    return Seen(row[0], (row[1], row[2]), row[3], row[4], row[5])
+
+
+async def claim(
+    session: AsyncSession,
+    owner: str,
+    now: datetime,
+    lease_until: datetime,
+    limit: int,
+    floor: Floor | None = None,
+) -> list[dict[str, Any]]:
+    """Claim up to ``limit`` rows for ``owner`` until ``lease_until``; the caller's transaction
+    commits them as ``PROCESSING``. Returns the claimed rows in id order. ``floor`` (kept by
+    the caller from one claim to the next) lets the scan start at the lowest row that was
+    unpublished last time."""
+    dialect = backend(session)
+    planner = Planner(now, limit)
+    floor = floor or Floor()
+    await _scan(session, planner, limit, floor)
+    candidates = [row_id for chain in planner.chains.values() for row_id in chain]
+    if not candidates:
+        return []
+    lock = select(t).where(one_of(dialect, t.c.id, candidates)).order_by(t.c.id)
+    if dialect != "sqlite":
+        lock = lock.with_for_update(skip_locked=True)
+    rows = {row["id"]: dict(row) for row in (await session.execute(lock)).mappings()}
+    locked = {row_id: _seen([row[c.name] for c in _SCAN_COLUMNS]) for row_id, row in rows.items()}
+    kept = keep_prefixes(planner.chains, locked, now)
+    if kept:
+        kept = await _first_in_line(session, dialect, [rows[row_id] for row_id in kept])
+    if not kept:
+        return []
+    await session.execute(
+        update(t)
+        .where(one_of(dialect, t.c.id, kept))
+        .values(
+            status=OutboxStatus.PROCESSING.value,
+            lease_owner=owner,
+            lease_expires_at=lease_until,
+            updated_at=now,
+        ),
+        execution_options={"synchronize_session": False},
+    )
+    claimed = [rows[row_id] for row_id in kept]
+    for row in claimed:
+        row["status"] = OutboxStatus.PROCESSING.value
+    return claimed
+
+
+async def _first_in_line(
+    session: AsyncSession, dialect: str, kept: list[dict[str, Any]]
+) -> list[int]:
+    """Of the locked chains, those whose aggregate has no unpublished row before them now.
+
+    The scan's statements each see the rows as last committed when that statement ran
+    (READ COMMITTED): a row can go from ``PENDING`` to ``PROCESSING`` between them and be
+    seen by neither. This check runs after the lock and sees the latest commits (a row
+    another relay is changing counts with its last committed status, unpublished), so
+    the rule holds whatever the scan missed.
+    """
+    mine = {row["id"] for row in kept}
+    heads: dict[Aggregate, int] = {}
+    for row in kept:
+        agg = (row["aggregate_type"], row["aggregate_id"])
+        heads[agg] = min(heads.get(agg, row["id"]), row["id"])
+    ahead = await session.execute(
+        select(t.c.id, t.c.aggregate_type, t.c.aggregate_id).where(
+            one_of(dialect, t.c.aggregate_id, sorted({agg[1] for agg in heads})),
+            t.c.status.in_([status.value for status in UNPUBLISHED]),
+            t.c.id < max(heads.values()),
+        )
+    )
+    waiting = {
+        (agg_type, agg_id)
+        for row_id, agg_type, agg_id in ahead
+        if row_id not in mine and row_id < heads.get((agg_type, agg_id), -1)
+    }
+    return [
+        row["id"] for row in kept if (row["aggregate_type"], row["aggregate_id"]) not in waiting
+    ]
+
+
+@dataclass
+class Floor:
+    """Below which id every row was published or dead at the last scan.
+
+    Scanning from there skips the published rows at the head of the table, and with them
+    the index entries their earlier versions left (``PENDING``, ``PROCESSING``) until
+    vacuum removes them: without it every claim walked those of every row shipped so far.
+    A row below the floor becomes unpublished again only when an operator re-queues it, or
+    when it commits after later rows (the limit above): every ``REFRESH_SECONDS`` the scan
+    starts from the beginning again.
+    """
+
+    id: int = 0
+    since: float = field(default_factory=time.monotonic)
+
+    REFRESH_SECONDS: ClassVar[float] = 10.0
+
+    def start(self) -> int:
+        """The id to scan from (0: from the beginning, now and then)."""
+        if time.monotonic() - self.since > self.REFRESH_SECONDS:
+            self.id, self.since = 0, time.monotonic()
+        return self.id
+
+    def saw(self, lowest: int | None) -> None:
+        """The scan's lowest unpublished id (None: it found none: keep the floor)."""
+        if lowest is not None:
+            self.id = lowest
+
+
+async def _scan(session: AsyncSession, planner: Planner, page: int, floor: Floor) -> None:
+    """Feed ``planner`` every unpublished row from ``floor`` on in id order, a page of
+    ``PENDING`` rows at a time (with the ``PROCESSING`` rows among them), until it is full
+    or the rows run out."""
+    start = floor.start()
+    processing = [
+        _seen(row)
+        for row in await session.execute(
+            select(*_SCAN_COLUMNS)
+            .where(t.c.status == OutboxStatus.PROCESSING.value, t.c.id >= start)
+            .order_by(t.c.id)
+        )
+    ]
+    after = start - 1
+    lowest: int | None = processing[0].id if processing else None
+    for _ in range(MAX_SCAN_PAGES):
+        query = select(*_SCAN_COLUMNS).where(
+            t.c.status == OutboxStatus.PENDING.value, t.c.id > after
+        )
+        excluded = sorted(planner.blocked)[:MAX_EXCLUDED]
+        if excluded:
+            query = query.where(not_(tuple_(t.c.aggregate_type, t.c.aggregate_id).in_(excluded)))
+        pending = [_seen(row) for row in await session.execute(query.order_by(t.c.id).limit(page))]
+        if pending and after == start - 1:
+            lowest = min(pending[0].id, lowest if lowest is not None else pending[0].id)
+            floor.saw(lowest)
+        elif lowest is not None and after == start - 1:
+            floor.saw(lowest)
+        last = pending[-1].id if len(pending) == page else None
+        mine = [row for row in processing if last is None or row.id <= last]
+        processing = processing[len(mine) :]
+        planner.feed(sorted([*pending, *mine], key=lambda row: row.id))
+        if last is None or planner.full:
+            return
+        after = last
+
+
+def aware(moment: datetime) -> datetime:
+    """A stored time as an aware UTC datetime (SQLite and MySQL keep no zone; we write UTC)."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -1,0 +1,187 @@
+"""``python -m app outbox``: list, show and re-queue outbox rows (by default the ``DEAD`` ones).
+
+Reads ``DATABASE_URL`` (or ``--database-url``). ``requeue`` only says what it would do
+unless given ``--execute``. Exit codes: 0 done, 1 nothing matched, 2 a usage error or an
+unreachable database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import orjson
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.db.engine import create_engine
+from app.db.urls import normalise_database_url
+from app.outbox import dead
+from app.outbox.status import OutboxStatus
+from app.settings import Settings, describe
+
+T = TypeVar("T")
+# Column names come back as SQLAlchemy's str subclass, which orjson takes only when told.
+_JSON = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+outbox = typer.Typer(
+    help="List, show and re-queue outbox rows (DEAD ones: the relay gave up on them).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+DatabaseUrl = Annotated[str | None, typer.Option(help="Database to read (default: DATABASE_URL).")]
+Json = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
+
+
+def register(cli: typer.Typer) -> None:
+    """Add the ``outbox`` commands to ``cli``."""
+    cli.add_typer(outbox, name="outbox")
+
+
+def _statuses(values: list[str] | None) -> list[str]:
+    known = {status.value for status in OutboxStatus}
+    chosen = [value.upper() for value in values or [OutboxStatus.DEAD.value]]
+    for value in chosen:
+        if value not in known:
+            raise typer.BadParameter(f"{value!r} is none of {', '.join(sorted(known))}")
+    return chosen
+
+
+@outbox.command("list")
+def list_(
+    status: Annotated[
+        list[str] | None,
+        typer.Option(help="Rows in this status (repeatable; default DEAD).", callback=_statuses),
+    ] = None,
+    topic: Annotated[str | None, typer.Option(help="Only rows for this topic.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most this many.")] = None,
+    as_json: Json = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """List rows, oldest first, with their attempts and last error."""
+    statuses = status or [OutboxStatus.DEAD.value]
+    rows = _run(database_url, lambda conn: dead.list_rows(conn, statuses, topic, limit))
+    if as_json:
+        typer.echo(orjson.dumps(rows, default=_json, option=_JSON))
+    else:
+        out.print(_table(rows, f"outbox rows {', '.join(statuses)}: {len(rows)}"))
+    if not rows:
+        raise typer.Exit(1)
+
+
+@outbox.command()
+def show(
+    row_id: Annotated[int | None, typer.Argument(help="The row's id.", show_default=False)] = None,
+    event_id: Annotated[str | None, typer.Option(help="The row with this event_id.")] = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Every column of one row (payload and headers included)."""
+    if (row_id is None) == (event_id is None):
+        raise typer.BadParameter("name one row: its id, or --event-id")
+    row = _run(database_url, lambda conn: dead.one_row(conn, row_id, event_id))
+    if row is None:
+        err.print(f"no outbox row {row_id if row_id is not None else event_id}")
+        raise typer.Exit(1)
+    typer.echo(orjson.dumps(row, default=_json, option=_JSON))
+
+
+@outbox.command()
+def requeue(
+    row_ids: Annotated[
+        list[int] | None, typer.Argument(help="Ids of DEAD rows.", show_default=False)
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every DEAD row (of --topic).")] = False,
+    topic: Annotated[str | None, typer.Option(help="With --all: only this topic.")] = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Act (default: a dry run).")] = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Put DEAD rows back to PENDING, attempts counted afresh (fix their cause first)."""
+    if bool(row_ids) == every:
+        raise typer.BadParameter("name the rows (their ids) or give --all, not both")
+
+    async def act(conn: AsyncConnection) -> tuple[list[int], list[int]]:
+        chosen = list(row_ids or [])
+        if every:
+            chosen = [row["id"] for row in await dead.list_rows(conn, topic=topic)]
+        if not execute:
+            found = await dead.list_rows(conn)
+            return chosen, [row_id for row_id in chosen if row_id in {r["id"] for r in found}]
+        return chosen, await dead.requeue(conn, chosen)
+
+    chosen, done = _run(database_url, act, write=True)
+    verb = "re-queued" if execute else "would re-queue"
+    out.print(f"{verb} {len(done)} of {len(chosen)} row(s): {', '.join(map(str, done)) or '-'}")
+    skipped = sorted(set(chosen) - set(done))
+    if skipped:
+        out.print(f"left alone (not DEAD): {', '.join(map(str, skipped))}")
+    if not execute and done:
+        out.print("dry run: nothing changed (add --execute)")
+    if not done:
+        raise typer.Exit(1)
+
+
+def _run(
+    option: str | None, work: Callable[[AsyncConnection], Awaitable[T]], write: bool = False
+) -> T:
+    try:
+        url = normalise_database_url(option) if option else Settings().database_url
+    except ValidationError as exc:
+        _fail("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
+    except ValueError as exc:
+        _fail(f"--database-url is not usable: {exc}")
+
+    async def go() -> T:
+        engine = create_engine(url, pool_size=1)
+        try:
+            async with engine.begin() if write else engine.connect() as conn:
+                return await work(conn)
+        finally:
+            await engine.dispose()
+
+    try:
+        return asyncio.run(go())
+    except (SQLAlchemyError, OSError, TimeoutError) as exc:
+        where = make_url(url).render_as_string(hide_password=True)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        _fail(f"cannot read the outbox at {where}: {first}")
+
+
+def _fail(message: str) -> NoReturn:
+    err.print(f"[bold red]effectively-once outbox:[/] {message}")
+    raise typer.Exit(2)
+
+
+def _table(rows: list[dict[str, Any]], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for name in ("id", "event id", "aggregate", "type", "topic", "status", "tries", "last error"):
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(
+            str(row["id"]),
+            row["event_id"],
+            f"{row['aggregate_type']} {row['aggregate_id']}",
+            row["event_type"],
+            row["topic"],
+            row["status"],
+            str(row["retry_count"]),
+            (row["last_error"] or "")[:200],
+        )
+    return table
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    raise TypeError(type(value).__name__)

@@ -1,0 +1,75 @@
+"""Reads and the one write behind ``python -m app outbox``: list, show and re-queue rows.
+
+A ``DEAD`` row failed ``RELAY_MAX_ATTEMPTS`` publishes; its ``last_error`` says why.
+Re-queuing puts it back to ``PENDING`` with its attempts counted afresh, once the
+cause is fixed (the topic created, the payload corrected). Only ``DEAD`` rows are
+re-queued: a row a relay holds or already published is left alone. A re-queued row
+is published after the later rows of its aggregate that shipped while it was dead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.db.tables import outbox_event as t
+from app.outbox.status import OutboxStatus
+
+LISTED = (
+    *("id", "event_id", "aggregate_type", "aggregate_id", "aggregate_version", "event_type"),
+    *("topic", "status", "retry_count", "created_at", "updated_at", "last_error"),
+)
+
+
+async def list_rows(
+    conn: AsyncConnection,
+    statuses: Sequence[str] = (OutboxStatus.DEAD,),
+    topic: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Rows in ``statuses`` (of ``topic``), oldest first, without their payloads."""
+    query = (
+        select(*(t.c[name] for name in LISTED))
+        .where(t.c.status.in_([str(status) for status in statuses]))
+        .order_by(t.c.id)
+    )
+    if topic is not None:
+        query = query.where(t.c.topic == topic)
+    if limit is not None:
+        query = query.limit(limit)
+    return [dict(row) for row in (await conn.execute(query)).mappings()]
+
+
+async def one_row(
+    conn: AsyncConnection, row_id: int | None = None, event_id: str | None = None
+) -> dict[str, Any] | None:
+    """The whole row with ``row_id``, or with ``event_id``; None if there is none."""
+    where = t.c.id == row_id if row_id is not None else t.c.event_id == event_id
+    found = (await conn.execute(select(t).where(where))).mappings().first()
+    return dict(found) if found is not None else None
+
+
+async def requeue(conn: AsyncConnection, ids: Sequence[int]) -> list[int]:
+    """Put the ``DEAD`` rows among ``ids`` back to ``PENDING``, attempts afresh; which ones."""
+    if not ids:
+        return []
+    dead = select(t.c.id).where(t.c.id.in_(list(ids)), t.c.status == OutboxStatus.DEAD.value)
+    found = [row_id for (row_id,) in await conn.execute(dead)]
+    if found:
+        await conn.execute(
+            update(t)
+            .where(t.c.id.in_(found), t.c.status == OutboxStatus.DEAD.value)
+            .values(
+                status=OutboxStatus.PENDING.value,
+                retry_count=0,
+                next_retry_at=None,
+                lease_owner=None,
+                lease_expires_at=None,
+                updated_at=datetime.now(UTC),
+            )
+        )
+    return found

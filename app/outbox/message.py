@@ -1,0 +1,63 @@
+"""What the relay sends for a row: topic, key, value and headers, or why it cannot.
+
+A business row is sent as written: value = ``payload`` (UTF-8, verbatim; it must be
+JSON, or consumers could not read it), key = ``event_key`` or else
+``aggregate_id``, headers = the ``headers`` JSON object plus ``id`` = ``event_id``
+(unless the row names an ``id`` header itself), as Debezium's outbox router sends
+them. A row of the worker's own records is sent from its ``record_*`` columns,
+byte for byte (``app.outbox.records``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import orjson
+
+from app.records import headers_from_json
+
+EVENT_ID_HEADER = "id"
+
+
+class Message(NamedTuple):
+    """One record to publish."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+
+
+class BadRow(Exception):
+    """The row can never become a record as it is (its attempt fails with this message)."""
+
+
+def message_of(row: Mapping[str, Any]) -> Message:
+    """The record for ``row``; raises ``BadRow`` when the row cannot be one."""
+    if row["record_headers"] is not None:
+        try:
+            headers = headers_from_json(row["record_headers"])
+        except (ValueError, TypeError) as exc:
+            raise BadRow(f"record_headers is not a JSON list of [name, base64]: {exc}") from None
+        return Message(row["topic"], row["record_key"], row["record_value"], headers)
+    payload: str = row["payload"]
+    try:
+        orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise BadRow(f"payload is not JSON: {exc}") from None
+    key = row["event_key"] or row["aggregate_id"]
+    return Message(row["topic"], key.encode(), payload.encode(), _headers(row))
+
+
+def _headers(row: Mapping[str, Any]) -> tuple[tuple[str, bytes], ...]:
+    named: dict[str, Any] = {}
+    if row["headers"]:
+        try:
+            named = orjson.loads(row["headers"])
+        except orjson.JSONDecodeError as exc:
+            raise BadRow(f"headers is not JSON: {exc}") from None
+        if not isinstance(named, dict) or not all(isinstance(v, str) for v in named.values()):
+            raise BadRow("headers must be a JSON object of header name to text value")
+    named.setdefault(EVENT_ID_HEADER, row["event_id"])
+    return tuple((name, value.encode()) for name, value in named.items())

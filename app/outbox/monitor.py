@@ -1,0 +1,54 @@
+"""Sample ``outbox_event`` for the outbox gauges: a periodic query, not a per-row cost.
+
+Rows not yet published (and dead ones) are counted by status; ``PUBLISHED`` rows,
+the bulk of the table until retention removes them, are not (the relay counts
+what it publishes). An old pending row means nothing ships it: no relay runs,
+the broker is gone, or its aggregate waits behind a row that keeps failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app import metrics
+from app.db.tables import outbox_event as t
+from app.monitoring import sampling
+from app.outbox.claim import aware
+from app.outbox.status import UNPUBLISHED, OutboxStatus
+
+SAMPLE_INTERVAL_SECONDS = 10.0
+
+
+async def sample_outbox(
+    engine: AsyncEngine, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+) -> tuple[dict[str, int], float]:
+    """Rows per status (not ``PUBLISHED``) and the oldest unpublished row's age in seconds."""
+    watched = [*UNPUBLISHED, OutboxStatus.DEAD]
+    query = (
+        select(t.c.status, func.count(), func.min(t.c.created_at))
+        .where(t.c.status.in_([status.value for status in watched]))
+        .group_by(t.c.status)
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    counts = {status: int(count) for status, count, _ in rows}
+    oldest = [_moment(first) for status, _, first in rows if status in UNPUBLISHED and first]
+    age = max(0.0, (clock() - min(oldest)).total_seconds()) if oldest else 0.0
+    return counts, age
+
+
+async def keep_sampling(engine: AsyncEngine, interval: float = SAMPLE_INTERVAL_SECONDS) -> None:
+    """Publish an outbox sample every ``interval`` seconds until cancelled."""
+    await sampling.keep_sampling(
+        "outbox", lambda: sample_outbox(engine), lambda found: metrics.set_outbox(*found), interval
+    )
+
+
+def _moment(value: datetime | str) -> datetime:
+    if isinstance(value, str):  # SQLite may hand an aggregate's timestamp back as text
+        value = datetime.fromisoformat(value)
+    return aware(value)

@@ -1,0 +1,475 @@
+"""The relay: claim due outbox rows, publish them in aggregate order, mark them published.
+
+One cycle (``run_once``):
+
+1. claim up to ``batch_size`` rows in one transaction (``claim``: per aggregate a
+   chain of its earliest unpublished rows, ``PROCESSING`` under this relay's lease);
+2. publish them in *waves*: wave ``k`` holds the ``k``-th row of every chain, and
+   is sent only once every row of wave ``k - 1`` was acknowledged (``acks=all``), so
+   an aggregate's row never reaches the broker before the row ahead of it did;
+   different aggregates travel together in one wave;
+3. settle in one transaction: acknowledged rows ``PUBLISHED``; a row the broker
+   refused, or that cannot be a record (payload not JSON, topic missing), counts an
+   attempt (``PENDING`` until ``next_retry_at``, exponential back-off, ``DEAD`` after
+   ``max_attempts``) and its chain's later rows go back to ``PENDING`` unsent.
+
+The broker or the database being unreachable is nobody's attempt: the relay
+waits and tries again in place, keeping its lease alive (renewed every third of
+the lease) so that no other relay takes the rows while it waits. A relay that
+dies holding a lease loses it when the lease expires; the rows are then claimed
+again and published again if they had been (at least once; consumers dedup).
+
+Between cycles the relay sleeps ``poll_interval`` unless the last claim was full
+(longer while it keeps finding nothing), or ``wake()`` is called (the worker does
+after a commit that wrote rows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol, TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app import metrics
+from app.outbox import settle
+from app.outbox.broker import is_row_fault
+from app.outbox.claim import Floor, aware, claim
+from app.outbox.message import BadRow, Message, message_of
+from app.pipeline.classify import is_infrastructure
+from app.pipeline.pause import Backoff, OnPause
+
+T = TypeVar("T")
+Clock = Callable[[], datetime]
+log = logging.getLogger("effectively_once.relay")
+STOP_GRACE_SECONDS = 5.0
+WAIT_LOG_SECONDS = 30.0  # a relay waiting on the broker says so this often
+
+
+class Broker(Protocol):
+    """Where the relay sends (``app.outbox.broker.KafkaBroker``, or a fake in tests)."""
+
+    async def missing_topics(self, topics: set[str]) -> set[str]:
+        """Which of ``topics`` do not exist."""
+        ...
+
+    async def send(self, message: Message) -> asyncio.Future[Any]:
+        """Queue ``message``; the future completes on the broker's acknowledgement."""
+        ...
+
+
+@dataclass(frozen=True)
+class RelayConfig:
+    """How one relay claims and retries (the ``RELAY_*`` settings)."""
+
+    batch_size: int = 1_000
+    max_attempts: int = 10
+    lease_seconds: float = 30.0
+    poll_interval: float = 0.05
+    idle_poll_max: float = 1.0
+    attempt_backoff: Backoff = field(default_factory=lambda: Backoff(1.0, 300.0))
+    pause_backoff: Backoff = field(default_factory=Backoff)
+    owner: str = field(default_factory=lambda: default_owner())
+
+
+def default_owner() -> str:
+    """``host:pid:random``: names this relay's leases."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"[:100]
+
+
+class RelayStopped(Exception):
+    """The relay was asked to stop while it waited."""
+
+
+@dataclass
+class _Cycle:
+    """The rows of one claim, and what became of each."""
+
+    rows: list[dict[str, Any]]
+    published: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[settle.Failed] = field(default_factory=list)
+    stopped: set[tuple[str, str]] = field(default_factory=set)
+
+    def waves(self) -> list[list[dict[str, Any]]]:
+        """Wave ``k``: the ``k``-th claimed row of each aggregate (claim order is id order)."""
+        waves: list[list[dict[str, Any]]] = []
+        depth: dict[tuple[str, str], int] = {}
+        for row in self.rows:
+            agg = (row["aggregate_type"], row["aggregate_id"])
+            level = depth.get(agg, 0)
+            depth[agg] = level + 1
+            if level == len(waves):
+                waves.append([])
+            waves[level].append(row)
+        return waves
+
+    def fail(self, row: Mapping[str, Any], error: str) -> None:
+        self.failed.append(settle.Failed(row["id"], row["retry_count"], error))
+        self.stopped.add((row["aggregate_type"], row["aggregate_id"]))
+
+    def unsent(self) -> list[int]:
+        done = {row["id"] for row in self.published} | {f.id for f in self.failed}
+        return [row["id"] for row in self.rows if row["id"] not in done]
+
+
+class Relay:
+    """Ships one database's outbox to the broker; ``run`` until ``stop``."""
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        broker: Broker,
+        config: RelayConfig | None = None,
+        clock: Clock = lambda: datetime.now(UTC),
+        on_pause: OnPause | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.broker = broker
+        self.config = config or RelayConfig()
+        self.clock = clock
+        self.on_pause = on_pause
+        self._wake = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._stop_at: float | None = None
+        self._held: list[int] = []
+        self._floor = Floor()
+        self.published = 0  # rows this relay marked PUBLISHED
+
+    @property
+    def owner(self) -> str:
+        """The name on this relay's leases."""
+        return self.config.owner
+
+    def wake(self) -> None:
+        """Claim again now rather than after the poll interval (rows were just written)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Finish the rows in hand (up to a few seconds), then return from ``run``."""
+        if not self._stop.is_set():
+            self._stop_at = time.monotonic()
+            self._stop.set()
+            self._wake.set()
+
+    async def stopped(self) -> None:
+        """Return once ``stop`` was called."""
+        await self._stop.wait()
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop`` was called."""
+        return self._stop.is_set()
+
+    async def run(self) -> None:
+        """Claim, publish and settle until stopped.
+
+        After a full claim the next one follows at once; after one that found rows, in
+        ``poll_interval``; after each empty one the wait doubles, up to
+        ``idle_poll_max``, so an idle relay costs the database little (``wake`` ends
+        the wait at once: the worker calls it after writing rows)."""
+        pause = self.config.poll_interval
+        while not self.stopping:
+            try:
+                claimed = await self.run_once()
+            except RelayStopped:
+                break
+            metrics.relay_polled()
+            if claimed >= self.config.batch_size:
+                pause = self.config.poll_interval
+                continue
+            pause = (
+                self.config.poll_interval
+                if claimed
+                else min(pause * 2, max(self.config.idle_poll_max, self.config.poll_interval))
+            )
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), pause)
+            if self._wake.is_set():
+                pause = self.config.poll_interval
+
+    async def run_once(self) -> int:
+        """One claim, its publication and its settlement; returns how many rows it claimed."""
+        if self.stopping:
+            return 0
+        now = self.clock()
+        until = now + timedelta(seconds=self.config.lease_seconds)
+        rows = await self._db("claiming outbox rows", lambda s: self._claim(s, now, until))
+        if not rows:
+            return 0
+        cycle = _Cycle(rows)
+        self._held = [row["id"] for row in rows]
+        try:
+            for wave in cycle.waves():
+                live = [
+                    r for r in wave if (r["aggregate_type"], r["aggregate_id"]) not in cycle.stopped
+                ]
+                if self.stopping and self._grace_over():
+                    break
+                await self._publish(live, cycle)
+        finally:
+            await self._settle(cycle)
+            self._held = []
+        metrics.relay_batch(len(rows))
+        return len(rows)
+
+    async def _claim(self, session: AsyncSession, now: datetime, until: datetime) -> list[Any]:
+        return await claim(session, self.owner, now, until, self.config.batch_size, self._floor)
+
+    # --- publishing -----------------------------------------------------------------------
+
+    async def _publish(self, wave: list[dict[str, Any]], cycle: _Cycle) -> None:
+        """Send one wave until every row in it was acknowledged or failed on its own account."""
+        pending: dict[int, tuple[dict[str, Any], Message]] = {}
+        for row in wave:
+            try:
+                pending[row["id"]] = (row, message_of(row))
+            except BadRow as exc:
+                cycle.fail(row, str(exc))
+        if not pending:
+            return
+        topics = {message.topic for _, message in pending.values()}
+        missing = await self._broker_call(
+            "asking the broker for its topics", lambda: self.broker.missing_topics(topics)
+        )
+        for row_id, (row, message) in list(pending.items()):
+            if message.topic in missing:
+                cycle.fail(row, f"topic {message.topic!r} does not exist on the broker")
+                del pending[row_id]
+        attempt = 0
+        while pending:
+            trouble = await self._send_all(pending, cycle)
+            if not pending or self.stopping:
+                return
+            attempt += 1
+            await self._pause(f"publishing {len(pending)} outbox row(s)", trouble, attempt)
+
+    async def _send_all(
+        self, pending: dict[int, tuple[dict[str, Any], Message]], cycle: _Cycle
+    ) -> BaseException | None:
+        """One try at ``pending``; removes what is settled, returns the last broker trouble."""
+        trouble: BaseException | None = None
+        futures: dict[int, asyncio.Future[Any]] = {}
+        for row_id, (row, message) in list(pending.items()):
+            try:
+                futures[row_id] = await self.broker.send(message)
+            except Exception as exc:
+                if is_row_fault(exc):
+                    cycle.fail(row, _describe(exc))
+                    del pending[row_id]
+                elif is_infrastructure(exc):
+                    trouble = exc
+                else:
+                    raise
+        await self._await_acks(list(futures.values()))
+        for row_id, future in futures.items():
+            if not future.done():
+                continue  # stopping: unknown, released unsent
+            row, _ = pending[row_id]
+            error = future.exception()
+            if error is None:
+                cycle.published.append(row)
+                del pending[row_id]
+            elif is_row_fault(error):
+                cycle.fail(row, _describe(error))
+                del pending[row_id]
+            else:
+                trouble = error
+        return trouble
+
+    async def _await_acks(self, futures: Sequence[asyncio.Future[Any]]) -> None:
+        """Wait for every future, renewing the lease meanwhile; gives up only when stopping."""
+        waiting = [f for f in futures if not f.done()]
+        renew_every = self.config.lease_seconds / 3
+        started, said = time.monotonic(), -math.inf
+        while waiting:
+            timeout = renew_every
+            if self.stopping:
+                timeout = max(0.0, STOP_GRACE_SECONDS - self._since_stop())
+            if timeout <= 0:
+                return
+            await asyncio.wait(waiting, timeout=min(timeout, renew_every))
+            waiting = [f for f in waiting if not f.done()]
+            if waiting and not self.stopping:
+                waited = time.monotonic() - started
+                if waited - said >= WAIT_LOG_SECONDS:
+                    said = waited
+                    log.warning(
+                        "waiting %.0fs for the broker to acknowledge %d record(s); "
+                        "the lease on them is kept",
+                        waited,
+                        len(waiting),
+                    )
+                await self._renew()
+
+    async def _renew(self) -> None:
+        now = self.clock()
+        until = now + timedelta(seconds=self.config.lease_seconds)
+        try:
+            async with self.sessions() as session, session.begin():
+                held = await settle.renew(session, self.owner, self._held, until, now)
+        except Exception as exc:
+            log.warning("could not renew the lease on %d row(s): %r", len(self._held), exc)
+            return
+        if held < len(self._held):
+            log.warning(
+                "%d of %d claimed row(s) were taken over by another relay (lease expired); "
+                "they may be published twice",
+                len(self._held) - held,
+                len(self._held),
+            )
+
+    # --- settling -------------------------------------------------------------------------
+
+    async def _settle(self, cycle: _Cycle) -> None:
+        now = self.clock()
+        published = [row["id"] for row in cycle.published]
+        unsent = cycle.unsent()
+
+        async def write(session: AsyncSession) -> list[int]:
+            held = await settle.mark_published(session, self.owner, published, now)
+            if held < len(published):
+                log.warning(
+                    "%d published row(s) had been taken over by another relay (lease expired): "
+                    "they will be published again",
+                    len(published) - held,
+                )
+            dead = await settle.record_failures(
+                session,
+                self.owner,
+                cycle.failed,
+                now,
+                self.config.max_attempts,
+                self.config.attempt_backoff,
+            )
+            await settle.release(session, self.owner, unsent, now)
+            return dead
+
+        try:
+            dead = await self._db("marking outbox rows published", write, settling=True)
+        except RelayStopped:
+            log.warning(
+                "stopped before the outcome of %d row(s) was written: they are claimed again "
+                "once the lease expires",
+                len(cycle.rows),
+            )
+            return
+        self.published += len(cycle.published)
+        metrics.relay_published(
+            [(now - aware(row["created_at"])).total_seconds() for row in cycle.published]
+        )
+        by_error: dict[str, list[int]] = {}
+        for failure in cycle.failed:
+            by_error.setdefault(failure.error, []).append(failure.id)
+        for error, ids in by_error.items():
+            log.warning(
+                "%d outbox row(s) not published (%s): %s",
+                len(ids),
+                ", ".join(map(str, ids[:10])) + (", ..." if len(ids) > 10 else ""),
+                error,
+            )
+        metrics.relay_row_failures(len(cycle.failed))
+        if dead:
+            metrics.relay_dead(len(dead))
+            log.error(
+                "%d outbox row(s) are DEAD after %d attempts (python -m app outbox list): %s",
+                len(dead),
+                self.config.max_attempts,
+                ", ".join(map(str, dead[:20])),
+            )
+
+    # --- waiting on infrastructure -------------------------------------------------------
+
+    async def _db(
+        self,
+        what: str,
+        work: Callable[[AsyncSession], Awaitable[T]],
+        settling: bool = False,
+    ) -> T:
+        """``work`` in one transaction, retried in place while the database is unreachable."""
+        attempt = 0
+        while True:
+            try:
+                async with self.sessions() as session, session.begin():
+                    return await work(session)
+            except Exception as exc:
+                if not (is_infrastructure(exc) or _missing_table(exc)):
+                    raise
+                attempt += 1
+                if settling and self.stopping and self._grace_over():
+                    raise RelayStopped from exc
+                await self._pause(what, exc, attempt, dependency="database", settling=settling)
+
+    async def _broker_call(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except Exception as exc:
+                attempt += 1
+                await self._pause(what, exc, attempt)
+
+    async def _pause(
+        self,
+        what: str,
+        exc: BaseException | None,
+        attempt: int,
+        dependency: str = "broker",
+        settling: bool = False,
+    ) -> None:
+        delay = self.config.pause_backoff.delay(attempt)
+        if _missing_table(exc):
+            log.error(
+                "no outbox_event table in the database: run the migrations "
+                "(python -m app.db.migrate); checking again in %.1fs",
+                delay,
+            )
+        else:
+            log.error(
+                "%s failed (attempt %d, %s unreachable?), retrying in %.1fs: %s",
+                what,
+                attempt,
+                dependency,
+                delay,
+                _describe(exc) if exc is not None else "no acknowledgement",
+            )
+        metrics.relay_infrastructure_failure(dependency)
+        if self.on_pause is not None and exc is not None:
+            self.on_pause(what, exc, delay)
+        if settling:
+            await asyncio.sleep(delay if not self.stopping else min(delay, 0.5))
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), delay)
+        if self.stopping:
+            raise RelayStopped
+
+    def _since_stop(self) -> float:
+        return time.monotonic() - self._stop_at if self._stop_at is not None else 0.0
+
+    def _grace_over(self) -> bool:
+        return self._since_stop() >= STOP_GRACE_SECONDS
+
+
+def _describe(exc: BaseException) -> str:
+    name, text = type(exc).__name__, str(exc).strip()
+    if not text:
+        return name
+    return text if text.startswith(name) else f"{name}: {text}"
+
+
+def _missing_table(exc: BaseException | None) -> bool:
+    text = str(exc or "")
+    return "outbox_event" in text and any(
+        marker in text for marker in ("no such table", "does not exist", "doesn't exist")
+    )

@@ -1,0 +1,72 @@
+"""``python -m app relay``: ship ``DATABASE_URL``'s outbox to ``BROKER_URL`` until SIGTERM.
+
+Several may run at once, against one database, in any number of processes. On
+SIGTERM (or Ctrl-C) the relay finishes the rows in hand (a few seconds at most),
+hands the rest back, and exits 0. Prometheus metrics are served on
+``RELAY_METRICS_PORT`` (``0``: none). A setting it cannot use (an invalid value, a
+busy metrics port, a broker that refuses an idempotent producer) is one line on
+stderr and exit code 2; an unreachable database or broker is waited for, one log
+line per attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+import typer
+from pydantic import ValidationError
+
+from app.logging_setup import configure_process_logging
+from app.settings import Settings, describe
+
+
+def register(cli: typer.Typer) -> None:
+    """Add the ``relay`` command to ``cli``."""
+    cli.command("relay")(relay)
+
+
+def relay() -> None:
+    """Publish the outbox's rows to the broker, in aggregate order, until stopped."""
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        _fail("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
+    configure_process_logging(settings)
+    if settings.relay_metrics_port:
+        _serve_metrics(settings.relay_metrics_port)
+    code = asyncio.run(_run(settings))
+    raise typer.Exit(code)
+
+
+async def _run(settings: Settings) -> int:
+    from app.outbox.runner import RelayRunner
+
+    runner = RelayRunner(settings)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, runner.relay.stop)
+    runner.start()
+    await runner.wait()
+    await runner.stop()
+    return 2 if runner.failure is not None else 0
+
+
+def _serve_metrics(port: int) -> None:
+    from prometheus_client import start_http_server
+
+    from app.metrics import REGISTRY
+
+    try:
+        start_http_server(port, registry=REGISTRY)
+    except OSError as exc:
+        _fail(
+            f"cannot serve metrics on port {port} ({exc.strerror or exc}); "
+            "set RELAY_METRICS_PORT to a free port, or 0 for none"
+        )
+
+
+def _fail(message: str) -> None:
+    print(f"effectively-once relay: {message}", file=sys.stderr)
+    raise SystemExit(2)

@@ -1,0 +1,145 @@
+"""Run a relay from the settings: in the worker (``RELAY_ENABLED``) or as its own process.
+
+``RelayRunner`` owns what a relay needs besides its loop: a small engine of its
+own (so a busy pipeline pool never starves it), the producer, the periodic
+sample of the outbox for the metrics. ``start`` returns at once; the relay
+connects to the broker in the background, retrying while it is unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app import metrics
+from app.db.engine import create_engine, session_factory
+from app.outbox.broker import BrokerRefused, KafkaBroker
+from app.outbox.monitor import keep_sampling
+from app.outbox.relay import Relay, RelayConfig, RelayStopped
+from app.pipeline.pause import Backoff, OnPause
+from app.settings import Settings
+
+log = logging.getLogger("effectively_once.relay")
+RELAY_POOL_SIZE = 2
+
+
+def relay_config(settings: Settings) -> RelayConfig:
+    """The relay's knobs from ``RELAY_*`` (and the infrastructure back-off)."""
+    return RelayConfig(
+        batch_size=settings.relay_batch_size,
+        max_attempts=settings.relay_max_attempts,
+        lease_seconds=settings.relay_lease_seconds,
+        poll_interval=settings.relay_poll_interval_seconds,
+        idle_poll_max=settings.relay_idle_poll_max_seconds,
+        attempt_backoff=Backoff(
+            settings.relay_backoff_initial_seconds, settings.relay_backoff_max_seconds
+        ),
+        pause_backoff=Backoff(
+            settings.infra_retry_initial_seconds,
+            settings.infra_retry_max_seconds,
+            settings.infra_retry_jitter,
+        ),
+    )
+
+
+@dataclass
+class RelayRunner:
+    """A relay over ``DATABASE_URL`` publishing to ``BROKER_URL``, with its sampler."""
+
+    settings: Settings
+    on_pause: OnPause | None = None
+    sample: bool = True
+    engine: AsyncEngine = field(init=False)
+    broker: KafkaBroker = field(init=False)
+    relay: Relay = field(init=False)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
+    failure: BaseException | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        settings = self.settings
+        self.engine = create_engine(settings.database_url, RELAY_POOL_SIZE, settings.db_timeouts)
+        config = relay_config(settings)
+        self.broker = KafkaBroker(
+            settings.broker_url, idempotent=settings.relay_idempotent, client_id=config.owner
+        )
+        self.relay = Relay(
+            session_factory(self.engine), self.broker, config, on_pause=self.on_pause
+        )
+
+    def start(self) -> None:
+        """Run the relay (and the outbox sampler) in the background."""
+        metrics.initialise_outbox()
+        self._tasks.append(asyncio.ensure_future(self._run()))
+        if self.sample:
+            self._tasks.append(asyncio.ensure_future(keep_sampling(self.engine)))
+        log.info(
+            "relay %s started: database %s, broker %s, batches of %d, lease %.0fs",
+            self.relay.owner,
+            make_url(self.settings.database_url).render_as_string(hide_password=True),
+            self.settings.broker_url,
+            self.settings.relay_batch_size,
+            self.settings.relay_lease_seconds,
+        )
+
+    def wake(self) -> None:
+        """Rows were just committed: claim now."""
+        self.relay.wake()
+
+    async def wait(self) -> None:
+        """Until the relay stopped (after ``stop``, or a setting the broker refused)."""
+        if self._tasks:
+            await asyncio.wait([self._tasks[0]])
+
+    async def stop(self) -> None:
+        """Finish the rows in hand, release the rest, close the producer and the engine."""
+        self.relay.stop()
+        if self._tasks:
+            for task in self._tasks[1:]:  # the sampler; the relay itself ends on its own
+                task.cancel()
+            for task in self._tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            self._tasks = []
+        await self.broker.stop()
+        await self.engine.dispose()
+        log.info("relay %s stopped: %d row(s) published", self.relay.owner, self.relay.published)
+
+    async def _run(self) -> None:
+        try:
+            await self._connect()
+            await self.relay.run()
+        except RelayStopped:
+            pass
+        except BrokerRefused as exc:
+            self.failure = exc
+            log.error("the relay cannot run: %s", exc)
+
+    async def _connect(self) -> None:
+        backoff = self.relay.config.pause_backoff
+        attempt = 0
+        while True:
+            try:
+                await self.broker.start()
+                return
+            except BrokerRefused:
+                raise
+            except Exception as exc:
+                attempt += 1
+                delay = backoff.delay(attempt)
+                log.error(
+                    "the relay cannot reach the broker at %s (attempt %d), retrying in %.1fs: %s",
+                    self.settings.broker_url,
+                    attempt,
+                    delay,
+                    f"{type(exc).__name__}: {exc}",
+                )
+                metrics.relay_infrastructure_failure("broker")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.relay.stopped(), delay)
+                if self.relay.stopping:
+                    raise RelayStopped from None

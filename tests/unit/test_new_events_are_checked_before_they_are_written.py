@@ -1,0 +1,83 @@
+"""The outbox writer builds the envelope consumers read, and refuses what no row can hold.
+
+Contract (``app.outbox.event``): the envelope is camelCase with ``eventId`` (a UUIDv7
+unless given), ``occurredAt`` in UTC, ``eventVersion``, ``aggregateVersion`` only when
+given, the optional tracing fields only when set, and ``data`` from a mapping or a
+pydantic model, decimals as their exact text. A field too long for its column, an
+empty one, a version below 1, headers that are not text, data that is not JSON, or
+the framework's own aggregate type raise ``InvalidOutboxEvent`` (a ``ValueError``)
+naming every problem, before anything is written.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import orjson
+import pytest
+from pydantic import BaseModel
+
+from app.errors import InvalidOutboxEvent
+from app.outbox import NewEvent
+
+NOW = datetime(2026, 12, 3, 10, 0, 0, 123456, tzinfo=UTC)
+
+
+class Paid(BaseModel):
+    order_id: str
+    amount: Decimal
+
+
+def test_the_row_carries_the_envelope_consumers_read() -> None:
+    event = NewEvent(
+        "orders", "OrderPaid", "Order", "o-1", {"amount": Decimal("10.10")},
+        aggregate_version=2, trace_id="t-1",
+    )  # fmt: skip
+    row = event.row(NOW)
+    envelope = orjson.loads(row["payload"])
+    assert envelope == {
+        "eventId": row["event_id"],
+        "eventType": "OrderPaid",
+        "eventVersion": 1,
+        "aggregateType": "Order",
+        "aggregateId": "o-1",
+        "aggregateVersion": 2,
+        "occurredAt": "2026-12-03T10:00:00.123Z",
+        "traceId": "t-1",
+        "data": {"amount": "10.10"},
+    }
+    assert uuid.UUID(row["event_id"]).version == 7
+    assert (row["status"], row["retry_count"], row["created_at"]) == ("PENDING", 0, NOW)
+
+
+def test_a_given_event_id_and_a_model_as_data_are_kept() -> None:
+    event = NewEvent(
+        "orders", "OrderPaid", "Order", "o-1", Paid(order_id="o-1", amount=Decimal("5")),
+        event_id="evt-7", headers={"traceparent": "00-1"},
+    )  # fmt: skip
+    row = event.row(NOW)
+    assert row["event_id"] == "evt-7"
+    assert orjson.loads(row["payload"])["data"] == {"order_id": "o-1", "amount": "5"}
+    assert "aggregateVersion" not in orjson.loads(row["payload"])
+    assert orjson.loads(row["headers"]) == {"traceparent": "00-1"}
+
+
+def test_every_problem_is_named_at_once() -> None:
+    event = NewEvent(
+        "", "OrderPaid", "effectively-once", "o" * 65, {}, aggregate_version=0,
+        headers={"n": 1},  # type: ignore[dict-item]
+    )  # fmt: skip
+    with pytest.raises(InvalidOutboxEvent) as raised:
+        event.row(NOW)
+    message = str(raised.value)
+    for part in ("topic must be 1 to 128", "aggregate_id must be 1 to 64", "framework's own",
+                 "aggregate_version counts from 1", "headers must map"):  # fmt: skip
+        assert part in message
+    assert isinstance(raised.value, ValueError)
+
+
+def test_data_that_is_not_json_is_refused() -> None:
+    with pytest.raises(InvalidOutboxEvent, match="not JSON-serialisable"):
+        NewEvent("orders", "X", "Order", "o-1", {"when": object()}).row(NOW)

@@ -1,0 +1,166 @@
+"""The relay sends an aggregate's rows one acknowledged wave after another, and counts
+only a row's own failures as attempts.
+
+Contract (``app.outbox.relay`` over SQLite and a fake broker): row ``k + 1`` of an
+aggregate is sent only after row ``k`` was acknowledged, while different aggregates
+travel in the same wave; a row the broker refuses counts one attempt (``PENDING``
+with ``next_retry_at`` and ``last_error``; ``DEAD`` at the last attempt) and the later
+rows of its aggregate go back to ``PENDING`` unsent, while other aggregates publish;
+a broker that cannot be reached is retried in place and counts nothing. The producer
+is idempotent with ``acks=all`` unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, RecordTooLargeError
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db import tables
+from app.db.engine import create_engine, session_factory
+from app.outbox import NewEvent, add_events
+from app.outbox.broker import KafkaBroker, is_row_fault
+from app.outbox.message import BadRow, Message
+from app.outbox.relay import Relay, RelayConfig
+from app.pipeline.pause import Backoff
+
+QUICK = Backoff(0.001, 0.001)
+
+
+class FakeBroker:
+    """Acknowledges at once, refuses the eventIds in ``refuse``, is unreachable ``down``
+    times; ``sent`` keeps every accepted record in the order sent."""
+
+    def __init__(self, refuse: set[str] = frozenset(), down: int = 0) -> None:  # type: ignore[assignment]
+        self.refuse = refuse
+        self.down = down
+        self.sent: list[str] = []
+        self.tries = 0
+
+    async def missing_topics(self, topics: set[str]) -> set[str]:
+        return set()
+
+    async def send(self, message: Message) -> asyncio.Future[Any]:
+        self.tries += 1
+        if self.down:
+            self.down -= 1
+            raise KafkaConnectionError("broker gone")
+        event_id = dict(message.headers)["id"].decode()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if event_id in self.refuse:
+            future.set_exception(RecordTooLargeError())
+        else:
+            self.sent.append(event_id)
+            future.set_result(None)
+        return future
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    eng = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'outbox.db'}")
+    async with eng.begin() as conn:
+        await conn.run_sync(tables.metadata.create_all)
+    yield eng
+    await eng.dispose()
+
+
+async def write(engine: AsyncEngine, *rows: tuple[str, str]) -> None:
+    """``(event id, aggregate)`` pairs, in this order."""
+    async with session_factory(engine)() as session, session.begin():
+        await add_events(
+            session,
+            [NewEvent("orders", "E", "Order", agg, {}, event_id=eid) for eid, agg in rows],
+        )
+
+
+async def state(engine: AsyncEngine) -> dict[str, tuple[str, int, bool]]:
+    t = tables.outbox_event
+    async with engine.connect() as conn:
+        found = await conn.execute(
+            select(t.c.event_id, t.c.status, t.c.retry_count, t.c.last_error, t.c.next_retry_at)
+        )
+        return {
+            eid: (status, count, bool(error) and (due is not None or status == "DEAD"))
+            for eid, status, count, error, due in found
+        }
+
+
+def relay(engine: AsyncEngine, broker: FakeBroker, attempts: int = 3) -> Relay:
+    config = RelayConfig(max_attempts=attempts, attempt_backoff=QUICK, pause_backoff=QUICK)
+    return Relay(session_factory(engine), broker, config)
+
+
+async def test_an_aggregates_rows_go_one_wave_after_another(engine: AsyncEngine) -> None:
+    await write(engine, ("a1", "a"), ("b1", "b"), ("a2", "a"), ("a3", "a"), ("c1", "c"))
+    broker = FakeBroker()
+    assert await relay(engine, broker).run_once() == 5
+    assert broker.sent == ["a1", "b1", "c1", "a2", "a3"]
+    assert {s for s, _, _ in (await state(engine)).values()} == {"PUBLISHED"}
+
+
+async def test_a_refused_row_counts_an_attempt_and_holds_back_its_aggregate(
+    engine: AsyncEngine,
+) -> None:
+    await write(engine, ("a1", "a"), ("a2", "a"), ("b1", "b"))
+    broker = FakeBroker(refuse={"a1"})
+    assert await relay(engine, broker).run_once() == 3
+    assert broker.sent == ["b1"]  # a2 never left: it waits for a1
+    assert await state(engine) == {
+        "a1": ("PENDING", 1, True),
+        "a2": ("PENDING", 0, False),
+        "b1": ("PUBLISHED", 0, False),
+    }
+
+
+async def test_after_the_last_attempt_the_row_is_dead_and_the_aggregate_moves_on(
+    engine: AsyncEngine,
+) -> None:
+    await write(engine, ("a1", "a"), ("a2", "a"))
+    broker = FakeBroker(refuse={"a1"})
+    shipper = relay(engine, broker, attempts=2)
+    for _ in range(3):
+        await shipper.run_once()
+        await asyncio.sleep(0.01)  # the next attempt falls due
+    assert await state(engine) == {"a1": ("DEAD", 2, True), "a2": ("PUBLISHED", 0, False)}
+    assert broker.sent == ["a2"]
+
+
+async def test_an_unreachable_broker_is_retried_in_place_and_counts_nothing(
+    engine: AsyncEngine,
+) -> None:
+    await write(engine, ("a1", "a"), ("a2", "a"))
+    broker = FakeBroker(down=3)
+    assert await relay(engine, broker, attempts=1).run_once() == 2
+    assert broker.sent == ["a1", "a2"]
+    assert broker.tries == 5
+    assert await state(engine) == {"a1": ("PUBLISHED", 0, False), "a2": ("PUBLISHED", 0, False)}
+
+
+@pytest.mark.parametrize(
+    ("error", "row_fault"),
+    [
+        (RecordTooLargeError(), True),
+        (BadRow("payload is not JSON"), True),
+        (KafkaConnectionError(), False),
+        (KafkaTimeoutError(), False),
+    ],
+)
+def test_only_a_records_own_refusal_is_its_fault(error: BaseException, row_fault: bool) -> None:
+    assert is_row_fault(error) is row_fault
+
+
+async def test_the_producer_is_idempotent_with_acks_all_by_default() -> None:
+    broker = KafkaBroker("kafka://127.0.0.1:9092")
+    assert broker.producer._txn_manager is not None  # idempotence on
+    assert broker.producer._sender._acks == -1  # acks=all
+    plain = KafkaBroker("kafka://127.0.0.1:9092", idempotent=False)
+    assert plain.producer._txn_manager is None
+    assert plain.producer._sender._acks == -1
+    await broker.stop()
+    await plain.stop()
