@@ -25,7 +25,7 @@ the consumer rejects it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -43,24 +43,56 @@ _STRING_SCHEMA = b'{"type":"string","optional":false}'
 _JSON_SCHEMA = b'{"type":"string","optional":false,"name":"io.debezium.data.Json","version":1}'
 
 
-def router_record(env: dict[str, Any], order: int) -> Message:
-    """The record the router emits for ``env``'s outbox row; ``order`` (the order's number in
-    the workload) picks the shape, the header converter and which fields the payload
-    leaves to the headers, the same for all of one order's events."""
+class OutboxRow(NamedTuple):
+    """An ``outbox_event`` row as the producer's transaction inserts it."""
+
+    event_id: str
+    aggregate_type: str
+    aggregate_id: str
+    event_type: str
+    aggregate_version: int | None
+    payload: dict[str, Any]  # the payload column's JSON
+
+    @property
+    def payload_text(self) -> str:
+        """The payload as a TEXT column holds it: the producer's own JSON text."""
+        return orjson.dumps(self.payload).decode()
+
+
+def outbox_row(env: dict[str, Any], order: int) -> OutboxRow:
+    """The outbox row of ``env``: ids in the payload as JSON integers, the aggregate id
+    left to the key, and per ``order`` (the order's number in the workload) the event
+    id, type and aggregate type left to the headers."""
     aggregate = str(env["aggregateId"])
     data = {**env["data"], "orderId": int(aggregate), "userId": int(env["data"]["userId"])}
-    payload = {**env, "data": data}
-    del payload["aggregateId"]
-    headers = [("id", str(env["eventId"])), ("eventType", str(env["eventType"]))]
+    payload = {k: v for k, v in env.items() if k != "aggregateId"} | {"data": data}
     if order % 2 == 0:
         del payload["eventId"]
     if order % 4 in (0, 1):
         del payload["eventType"]
     if order % 3 == 1:
-        headers.append(("aggregateType", str(payload.pop("aggregateType"))))
+        del payload["aggregateType"]
+    return OutboxRow(
+        str(env["eventId"]),
+        str(env["aggregateType"]),
+        aggregate,
+        str(env["eventType"]),
+        env.get("aggregateVersion"),
+        payload,
+    )
+
+
+def router_record(env: dict[str, Any], order: int) -> Message:
+    """The record the router emits for ``env``'s outbox row; ``order`` picks the shape and
+    the header converter (and the row's fields, see ``outbox_row``), the same for all of
+    one order's events."""
+    row = outbox_row(env, order)
+    headers = [("id", row.event_id), ("eventType", row.event_type)]
+    if order % 3 == 1:
+        headers.append(("aggregateType", row.aggregate_type))
     shape = order % SHAPES
     style = order // SHAPES % HEADER_STYLES
-    key, value = _key_and_value(shape, aggregate, payload)
+    key, value = _key_and_value(shape, row.aggregate_id, row.payload)
     wire = [(name, _header(style, text)) for name, text in (*CONTEXT, *headers)]
     return Message(key, value, tuple(wire))
 

@@ -18,19 +18,14 @@ from __future__ import annotations
 
 import pytest
 
-from app.demo.spellings import Spelling, numbered, spell
-from app.demo.workload import Workload, generate
+from app.demo.spellings import Spelling, spell
 from tests.integration.support.databases import BACKENDS
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.state import Database, expected_final_state, final_state
 from tests.integration.support.workers import Workers
+from tests.integration.support.workloads import producers_workload
 
 pytestmark = pytest.mark.integration
-
-
-def the_workload() -> Workload:
-    """About 550 records over 240 orders and 30 users, 10% sent twice, 5% swapped."""
-    return numbered(generate(orders=240, users=30, skus=12, seed=15))
 
 
 @pytest.mark.parametrize("spelling", list(Spelling))
@@ -38,7 +33,7 @@ def the_workload() -> Workload:
 async def test_the_state_is_what_the_events_mean_however_they_are_spelled(
     topic: OrderTopic, workers: Workers, database_url: str, db: Database, spelling: Spelling
 ) -> None:
-    workload = the_workload()
+    workload = producers_workload()
     worker = workers.start(database_url)
 
     await topic.send(spell(workload, spelling))
