@@ -62,14 +62,39 @@ def envelope_object(record: RawRecord, default_aggregate_type: str) -> dict[str,
             found = _header(record, header, field)
             if found is not None:
                 raw[field] = found
-    if _absent(raw, "aggregateId", "aggregate_id") and record.key:
-        found = _text(record.key, "aggregateId: not in the value, and the record key")
+    if _absent(raw, "aggregateId", "aggregate_id"):
+        found = _key(record)
         if found is not None:
             raw["aggregateId"] = found
     if _absent(raw, "aggregateType", "aggregate_type"):
-        found = _header(record, "aggregateType", "aggregateType")
-        raw["aggregateType"] = default_aggregate_type if found is None else found
+        raw["aggregateType"] = _aggregate_type(record, default_aggregate_type)
     return raw
+
+
+def with_aggregate(record: RawRecord, default_aggregate_type: str) -> bytes | None:
+    """For the one-pass decode: the value of ``record``, a plain JSON object, with the
+    aggregate fields it does not name written in front (the record's bytes stay as they
+    are); ``None`` when it lacks something else, or the record cannot supply them.
+
+    A field that only looks absent (its name written with an escape) is written twice;
+    JSON's last one wins, the value's own, as in ``envelope_object``.
+    """
+    value = record.value
+    if value is None or b'"eventId"' not in value:
+        return None
+    front = b""
+    try:
+        if b'"aggregateId"' not in value:
+            key = _key(record)
+            if key is None:
+                return None
+            front += b'"aggregateId":' + orjson.dumps(key) + b","
+        if b'"aggregateType"' not in value:
+            kind = _aggregate_type(record, default_aggregate_type)
+            front += b'"aggregateType":' + orjson.dumps(kind) + b","
+    except InvalidSchemaError:
+        return None
+    return b"{" + front + value[1:] if front else value
 
 
 def _object(value: bytes | None) -> dict[str, Any]:
@@ -105,6 +130,17 @@ def _schema_wrapped(raw: Any) -> bool:
 
 def _absent(raw: dict[str, Any], field: str, name: str) -> bool:
     return raw.get(field) is None and raw.get(name) is None
+
+
+def _key(record: RawRecord) -> str | None:
+    if not record.key:
+        return None
+    return _text(record.key, "aggregateId: not in the value, and the record key")
+
+
+def _aggregate_type(record: RawRecord, default: str) -> str:
+    found = _header(record, "aggregateType", "aggregateType")
+    return default if found is None else found
 
 
 def _header(record: RawRecord, header: str, field: str) -> str | None:

@@ -1,0 +1,64 @@
+"""Decode cost per record, by how the producer wrote the events: ``python -m bench.decode``.
+
+Decodes the benchmark's workload (its own ids: UUIDs and ``user-0001``), and the
+same workload numbered and written each way ``app.demo.spellings`` knows, in
+batches of ``BATCH_SIZE`` as the worker does without a Redis prefilter, and
+prints the CPU time per record: the best of ``--repeat`` passes (the least
+disturbed by whatever else the machine runs) and their median. No broker, no
+database: only the decode stage, which sits on the worker's hot path.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from typing import Annotated
+
+import typer
+
+from app.demo.envelopes import Message
+from app.demo.spellings import Spelling, numbered, spell
+from app.pipeline.decode import decode_batch
+from app.records import RawRecord
+from bench.workload import make_workload
+from schemas.registry import known_event_types
+
+BATCH_SIZE = 2_000
+
+
+def cost_per_record(messages: list[Message], repeat: int) -> tuple[float, float]:
+    """Best and median microseconds of CPU time per record over ``repeat`` passes."""
+    records = [
+        RawRecord("orders", 0, offset, m.key, m.value, m.headers)
+        for offset, m in enumerate(messages)
+    ]
+    payloads = known_event_types()
+    passes = []
+    for _ in range(repeat):
+        gc.collect()
+        started = time.process_time()
+        for start in range(0, len(records), BATCH_SIZE):
+            _, poison = decode_batch(records[start : start + BATCH_SIZE], payloads)
+            assert not poison, poison[0].error
+        passes.append((time.process_time() - started) / len(records) * 1e6)
+    return min(passes), statistics.median(passes)
+
+
+def main(
+    orders: Annotated[int, typer.Option(min=1, help="Orders of the workload.")] = 3_000,
+    repeat: Annotated[int, typer.Option(min=1, help="Passes over each workload.")] = 15,
+) -> None:
+    """Print the decode cost per record of each way of writing the workload."""
+    workload = make_workload(orders)
+    ways = {"benchmark workload (string ids)": workload.messages}
+    numbers = numbered(workload)
+    ways |= {f"numbered, {spelling.value}": spell(numbers, spelling) for spelling in Spelling}
+    print(f"{len(workload.messages)} records per pass, best and median of {repeat} passes")
+    for name, messages in ways.items():
+        best, median = cost_per_record(messages, repeat)
+        print(f"{name:<36} {best:6.2f} us/record (median {median:6.2f})")
+
+
+if __name__ == "__main__":
+    typer.run(main)
