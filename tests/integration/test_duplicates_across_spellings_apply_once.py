@@ -6,10 +6,13 @@ a JSON string, in one batch or across batches, takes effect once for every
 consumer: one dedup record, one tally, one award, one notification; the
 aggregate in the key or in the value is one aggregate, so the next version
 applies after it and nothing waits. With and without the Redis prefilter.
+``python -m app trace`` finds the event by ``700001`` and by ``"700001"``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from typing import Any
 
 import orjson
@@ -18,7 +21,7 @@ import pytest
 from app.demo.envelopes import Message
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.state import CONSUMERS, Database, every_consumer
-from tests.integration.support.workers import Workers
+from tests.integration.support.workers import REPO_ROOT, Workers
 
 pytestmark = pytest.mark.integration
 
@@ -82,3 +85,17 @@ async def test_one_event_spelled_twice_applies_once(
     assert await db.notifications() == {"100001": 2}
     assert await db.consumed_aggregates() == {("ORDER", "100001")}
     assert await db.parked_count() == 0
+    for typed in ("700001", '"700001"'):
+        found = await trace(database_url, typed)
+        assert (found["eventId"], found["found"]) == ("700001", True), typed
+        assert {c["state"] for c in found["consumers"]} == {"applied"}, typed
+
+
+async def trace(database_url: str, event_id: str) -> Any:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "app", "trace", event_id, "--json", "--database-url", database_url,
+        cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await process.communicate()
+    assert process.returncode == 0, out
+    return orjson.loads(out)
