@@ -122,3 +122,20 @@ def test_the_edge_case_row_survives_unwrapping(shape: Shape) -> None:
     assert found.raw["note"] == '中文 ü é "q"'
     assert found.raw["big"] == 9007199254740993
     assert found.raw["aggregateId"] == "100001"  # from the key, however it was written
+
+
+@pytest.mark.parametrize("style", range(3), ids=STYLES)
+def test_the_prefilter_reads_the_event_id_the_header_gives(style: int) -> None:
+    value = without(PLAIN, "eventId")
+    found = read(RawRecord("orders", 0, 7, b"100001", value, headers(style)))
+
+    assert isinstance(found, Read)
+    assert (found.event_id, found.event_type) == (EVENT_ID, "OrderCreated")
+
+
+def test_the_prefilter_reads_an_integer_event_id_as_its_text() -> None:
+    value = orjson.dumps({**PLAIN, "eventId": 700001})
+
+    found = read(RawRecord("orders", 0, 7, b"100001", value))
+
+    assert isinstance(found, Read) and found.event_id == "700001"
