@@ -129,7 +129,7 @@ def _wrapped(schema: bytes, payload: Any) -> bytes:
 
 def _expanded(value: Any) -> Any:
     """What ``table.expand.json.payload=true`` leaves of a JSON value: nulls and empty
-    arrays gone, numbers with a fraction as doubles."""
+    arrays gone (it also turns decimals into doubles; the workload's amounts are already)."""
     if isinstance(value, dict):
         return {
             k: _expanded(v) for k, v in value.items() if v is not None and v != []

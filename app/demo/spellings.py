@@ -3,8 +3,10 @@
 ``numbered`` turns a generated workload's ids into the numbers a Java, Go or SQL
 producer takes from its database sequences (orders ``100001``..., users
 ``20001``..., events ``700000001``..., aggregate type ``ORDER``), kept as text: the
-canonical form every spelling must come back to. ``spell`` then writes each of
-its events one way:
+canonical form every spelling must come back to. A ``series`` other than 0 moves
+every id (and sku) to a range of its own, so that several copies of one workload
+can share a topic and a database without sharing an order, a user or a sku.
+``spell`` then writes each of its events one way:
 
 - ``strings``: every id a JSON string, the whole envelope in the value;
 - ``numbers``: every id a JSON integer; per order, the aggregate id in the value
@@ -33,6 +35,7 @@ from app.demo.workload import Workload
 
 AGGREGATE_TYPE = "ORDER"
 FIRST_ORDER, FIRST_USER, FIRST_EVENT = 100_001, 20_001, 700_000_001
+SERIES_STRIDE = 1_000_000_000  # between the first ids of two series
 ID_FIELDS = ("orderId", "userId")
 
 
@@ -44,18 +47,24 @@ class Spelling(StrEnum):
     DEBEZIUM = "debezium"
 
 
-def numbered(workload: Workload) -> Workload:
+def numbered(workload: Workload, series: int = 0) -> Workload:
     """``workload`` with every id a number written as text, in order of first appearance
-    (a duplicate keeps its twin's ids), and the aggregate type ``ORDER``."""
-    orders = _Numbering(FIRST_ORDER)
-    users = _Numbering(FIRST_USER)
-    events = _Numbering(FIRST_EVENT)
+    (a duplicate keeps its twin's ids), and the aggregate type ``ORDER``; ids and skus of
+    ``series`` (see ``in_series``)."""
+    shift = series * SERIES_STRIDE
+    orders = _Numbering(FIRST_ORDER + shift)
+    users = _Numbering(FIRST_USER + shift)
+    events = _Numbering(FIRST_EVENT + shift)
     sent = []
     for message in workload.messages:
         env = decode(message)
         data = dict(env["data"])
         data["orderId"] = orders(data["orderId"])
         data["userId"] = users(data["userId"])
+        if "items" in data:
+            data["items"] = [
+                {**item, "sku": sku_in_series(item["sku"], series)} for item in data["items"]
+            ]
         env.update(
             eventId=events(env["eventId"]),
             aggregateType=AGGREGATE_TYPE,
@@ -68,7 +77,12 @@ def numbered(workload: Workload) -> Workload:
             env["causationId"] = events(env["causationId"])
         sent.append(env)
     plans = [
-        replace(plan, order_id=orders(plan.order_id), user_id=users(plan.user_id))
+        replace(
+            plan,
+            order_id=orders(plan.order_id),
+            user_id=users(plan.user_id),
+            items=tuple((sku_in_series(sku, series), qty) for sku, qty in plan.items),
+        )
         for plan in workload.plans
     ]
     return Workload(
@@ -78,6 +92,27 @@ def numbered(workload: Workload) -> Workload:
         duplicates=workload.duplicates,
         swapped_aggregates=workload.swapped_aggregates,
     )
+
+
+def sku_in_series(sku: str, series: int) -> str:
+    """``sku`` as series ``series`` names it (series 0: as it is)."""
+    return f"S{series}/{sku}" if series else sku
+
+
+def in_series(name: str) -> int:
+    """The series of a user id or sku ``numbered`` gave out."""
+    if name.isdigit():
+        return int(name) // SERIES_STRIDE
+    if name.startswith("S") and "/" in name:
+        return int(name[1 : name.index("/")])
+    return 0
+
+
+def series_zero(name: str) -> str:
+    """The user id or sku of series 0 that ``name`` stands for in its own series."""
+    if name.isdigit():
+        return str(int(name) % SERIES_STRIDE)
+    return name[name.index("/") + 1 :] if name.startswith("S") and "/" in name else name
 
 
 def spell(workload: Workload, spelling: Spelling) -> list[Message]:

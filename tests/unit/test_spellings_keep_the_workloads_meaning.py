@@ -1,7 +1,8 @@
 """One workload written three ways decodes to the same events, in the same order.
 
 Contract: ``numbered`` keeps a workload's meaning (the same expected state, up
-to the new ids) with every id a number written as text; ``spell`` writes it with
+to the new ids) with every id a number written as text, and a series of its own
+shares no user, order, event or sku with another while meaning the same; ``spell`` writes it with
 string ids, with integer ids (the aggregate in the value or only in the key,
 the aggregate type in the value or left to the default), and as Debezium's
 outbox router emits it (six value shapes, three header converters). Each way
@@ -19,7 +20,7 @@ import pytest
 
 from app.demo.debezium import HEADER_STYLES
 from app.demo.envelopes import Message
-from app.demo.spellings import Spelling, numbered, spell
+from app.demo.spellings import Spelling, in_series, numbered, series_zero, spell
 from app.demo.workload import Workload, generate
 from app.pipeline.decode import Decoded, decode
 from app.records import RawRecord
@@ -47,6 +48,20 @@ def test_numbering_keeps_the_meaning(workload: Workload) -> None:
     assert workload.expected.distinct_events == original.expected.distinct_events
     assert all(user.isdigit() for user in workload.expected.points)
     assert workload.duplicates == original.duplicates > 0
+
+
+def test_a_series_is_the_same_workload_under_ids_of_its_own(workload: Workload) -> None:
+    other = numbered(generate(orders=120, users=15, seed=3), series=2)
+
+    assert {in_series(u) for u in other.expected.points} == {2}
+    assert {in_series(sku) for sku in other.expected.reserved} == {2}
+    assert {series_zero(u): v for u, v in other.expected.points.items()} == (
+        workload.expected.points
+    )
+    assert {series_zero(k): v for k, v in other.expected.reserved.items()} == (
+        workload.expected.reserved
+    )
+    assert not {p.order_id for p in workload.plans} & {p.order_id for p in other.plans}
 
 
 @pytest.mark.parametrize("spelling", [Spelling.NUMBERS, Spelling.DEBEZIUM])
