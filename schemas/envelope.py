@@ -40,11 +40,11 @@ class Envelope(BaseModel, Generic[DataT]):
         alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
     )
 
-    event_id: Annotated[str, IdField(max_length=EVENT_ID)]
+    event_id: Annotated[str, IdField(max_length=EVENT_ID, stored=True)]
     event_type: EventType
     event_version: Version
     aggregate_type: AggregateType
-    aggregate_id: Annotated[str, IdField(max_length=AGG_ID)]
+    aggregate_id: Annotated[str, IdField(max_length=AGG_ID, stored=True)]
     aggregate_version: Version | None = None
     occurred_at: datetime
     trace_id: Id | None = None

@@ -9,11 +9,12 @@ field of an event model with this type, the envelope's and your own::
 
     class OrderShipped(BaseModel):
         order_id: Id                                    # any length
-        carrier_ref: Annotated[str, IdField(max_length=64)]  # as long as its column
+        carrier_ref: Annotated[str, IdField(max_length=64)]  # no longer than its column
 
 A float (``100001.0``), a boolean, an object, an array or ``null`` is not an
-id: validation fails, and the event is poison (``invalid-schema``). Nor is
-text holding a control character (NUL included, which PostgreSQL cannot store).
+id: validation fails, and the event is poison (``invalid-schema``). An id the
+framework stores (the envelope's ``eventId`` and ``aggregateId``) also refuses
+control characters (PostgreSQL cannot store NUL): ``IdField(stored=True)``.
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ ID_TYPE_MESSAGE = "an id is a JSON string or a JSON integer"
 
 class IdField:
     """``Annotated[str, IdField(max_length=n)]``: a string or an integer, read as text of at
-    least one and at most ``max_length`` characters (``None``: no limit), no control
-    character."""
+    least one and at most ``max_length`` characters (``None``: no limit); ``stored``: and
+    no control character, as a database column of the framework must hold it."""
 
-    __slots__ = ("max_length",)
+    __slots__ = ("max_length", "stored")
 
-    def __init__(self, max_length: int | None = None) -> None:
+    def __init__(self, max_length: int | None = None, stored: bool = False) -> None:
         self.max_length = max_length
+        self.stored = stored
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
@@ -61,7 +63,10 @@ class IdField:
             mode="left_to_right",
         )
         text = core_schema.str_schema(
-            min_length=1, max_length=self.max_length, pattern=NO_CONTROL_CHARACTERS
+            min_length=1,
+            max_length=self.max_length,
+            # A regular expression per field costs: only where a column needs it.
+            pattern=NO_CONTROL_CHARACTERS if self.stored else None,
         )
         return core_schema.chain_schema([kinds, text])
 

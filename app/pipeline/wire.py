@@ -25,6 +25,7 @@ keeps its bytes, and reads the same way every time it is decoded.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import orjson
@@ -71,30 +72,30 @@ def envelope_object(record: RawRecord, default_aggregate_type: str) -> dict[str,
     return raw
 
 
-def with_aggregate(record: RawRecord, default_aggregate_type: str) -> bytes | None:
-    """For the one-pass decode: the value of ``record``, a plain JSON object, with the
-    aggregate fields it does not name written in front (the record's bytes stay as they
-    are); ``None`` when it lacks something else, or the record cannot supply them.
-
-    A field that only looks absent (its name written with an escape) is written twice;
-    JSON's last one wins, the value's own, as in ``envelope_object``.
-    """
+def with_aggregate(
+    record: RawRecord, missing: Collection[str], default_aggregate_type: str
+) -> bytes | None:
+    """For the one-pass decode: the value of ``record``, a plain JSON object that does not
+    name its aggregate, with the ``missing`` aggregate fields (``aggregateId``,
+    ``aggregateType``) written in front, taken from the record as ``envelope_object``
+    takes them; ``None`` when the record cannot supply them. The record's bytes stay as
+    they are."""
     value = record.value
-    if value is None or b'"eventId"' not in value:
+    if not value:
         return None
     front = b""
     try:
-        if b'"aggregateId"' not in value:
+        if "aggregateId" in missing:
             key = _key(record)
             if key is None:
                 return None
             front += b'"aggregateId":' + orjson.dumps(key) + b","
-        if b'"aggregateType"' not in value:
+        if "aggregateType" in missing:
             kind = _aggregate_type(record, default_aggregate_type)
             front += b'"aggregateType":' + orjson.dumps(kind) + b","
     except InvalidSchemaError:
         return None
-    return b"{" + front + value[1:] if front else value
+    return b"{" + front + value[1:]
 
 
 def _object(value: bytes | None) -> dict[str, Any]:

@@ -4,7 +4,8 @@ Contract: every id of the envelope and of the Order payloads (``schemas.ids.Id``
 accepts ``100001`` and ``"100001"`` and holds the text ``"100001"`` for both, in
 one pass from the JSON bytes and from a parsed dict alike; a float, a boolean,
 an object, an array or null is refused with a message naming what an id is,
-and so is text with a control character or longer than its column. Amounts
+and so is text longer than its column or (for an id a column stores) holding a
+control character. Amounts
 take a JSON number or a numeric string, not a unit. ``OrderCreated`` needs no
 ``items``. The example event of the design document validates verbatim.
 ``id_spellings`` reads an id typed at a command line either way.
@@ -36,7 +37,7 @@ class Shipment(BaseModel):
     """A user's own model, declared the documented way."""
 
     order_id: Id
-    carrier_ref: Annotated[str, IdField(max_length=8)]
+    carrier_ref: Annotated[str, IdField(max_length=8, stored=True)]
 
 
 @pytest.mark.parametrize("written", [100001, "100001"])
@@ -83,6 +84,10 @@ def test_text_the_tables_cannot_hold_is_refused(written: Any, kind: str) -> None
         Shipment.model_validate({"order_id": "o", "carrier_ref": written})
 
     assert [e["type"] for e in caught.value.errors()] == [kind]
+
+
+def test_an_id_no_column_stores_may_hold_any_text() -> None:
+    assert Shipment.model_validate({"order_id": "a\x00b", "carrier_ref": "c"}).order_id == "a\x00b"
 
 
 def test_the_id_type_describes_itself_in_json_schema() -> None:
