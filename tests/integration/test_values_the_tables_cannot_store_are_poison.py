@@ -30,7 +30,7 @@ from tests.integration.support.databases import BACKENDS
 from tests.pipeline.events import TOPIC, Records, envelope
 from tests.pipeline.support import (
     Db,
-    RecordingPublisher,
+    Outbox,
     header_map,
     write_effect,
 )
@@ -61,7 +61,7 @@ UNSTORABLE = [
 async def test_an_unstorable_value_is_dead_lettered_and_the_batch_applies(
     engine: AsyncEngine, fields: dict[str, object], field: str
 ) -> None:
-    registry, records, db, publisher = Registry(), Records(), Db(engine), RecordingPublisher()
+    registry, records, db, outbox = Registry(), Records(), Db(engine), Outbox(engine)
 
     @handler("OrderPaid", consumer="points", registry=registry)
     async def points(event: Event, ctx: HandlerContext) -> None:
@@ -74,7 +74,6 @@ async def test_an_unstorable_value_is_dead_lettered_and_the_batch_applies(
         session_factory(engine),
         registry,
         FailureRouter(RetryPolicy(TOPIC, (1.0,))),
-        publisher,
         backoff=NoPause(),
         concurrent_consumers=False,
     )
@@ -87,7 +86,7 @@ async def test_an_unstorable_value_is_dead_lettered_and_the_batch_applies(
         (Kind.APPLIED, "e3"),
     ]
     assert sorted(await db.effects("points")) == ["e1", "e3"]
-    [dead] = publisher.records
+    [dead] = await outbox.records()
     assert header_map(dead)["dlt-reason"] == "invalid-schema"
     assert f"envelope: {field}: " in header_map(dead)["dlt-exception-message"]
     [row] = await db.failed()

@@ -23,7 +23,7 @@ from app.registry import Registry, handler
 from dlq.trip import Trip, due_at
 from schemas.envelope import Event
 from tests.pipeline.events import TOPIC, Records, envelope
-from tests.pipeline.support import Db, MakeProcessor, RecordingPublisher, header_map, write_effect
+from tests.pipeline.support import Db, MakeProcessor, Outbox, header_map, write_effect
 
 MALFORMED = [
     pytest.param(("retry-attempt", b"soon"), "retry-attempt", id="attempt-not-a-number"),
@@ -45,7 +45,7 @@ async def test_a_malformed_framework_header_is_dead_lettered_once_and_the_batch_
     registry: Registry,
     records: Records,
     db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
     header: tuple[str, bytes],
     name: str,
 ) -> None:
@@ -61,7 +61,7 @@ async def test_a_malformed_framework_header_is_dead_lettered_once_and_the_batch_
 
     assert [o.event_id for o in outcomes if o.kind is Kind.POISON] == [None]
     assert await db.effects("points") == ["e3"]
-    [dead] = publisher.records
+    [dead] = await outbox.records()
     headers = header_map(dead)
     assert headers["dlt-reason"] == "invalid-header"
     assert name in headers["dlt-exception-message"]

@@ -25,7 +25,7 @@ from app.registry import Registry, handler
 from dlq.records import original_headers
 from schemas.envelope import Event
 from tests.pipeline.events import Records, envelope
-from tests.pipeline.support import Db, MakeProcessor, RecordingPublisher, kinds, write_effect
+from tests.pipeline.support import Db, MakeProcessor, Outbox, kinds, write_effect
 
 WRAPPED = b'{"schema":{"type":"string","optional":false},"payload":'
 
@@ -45,7 +45,7 @@ def router_record(records: Records, env: dict[str, Any], offset_key: str) -> Raw
 
 async def test_a_router_record_is_retried_byte_for_byte_and_decodes_the_same_way(
     make_processor: MakeProcessor, registry: Registry, records: Records, db: Db,
-    publisher: RecordingPublisher,
+    outbox: Outbox,
 ) -> None:
     failing = {"e1"}
 
@@ -59,7 +59,7 @@ async def test_a_router_record_is_retried_byte_for_byte_and_decodes_the_same_way
     first = await make_processor().process([source])
 
     assert kinds(first) == [("e1", Kind.RETRIED)]
-    [retry] = publisher.records
+    [retry] = await outbox.records()
     assert (retry.key, retry.value) == (source.key, source.value)
     assert tuple(original_headers(records.delivered(retry))) == source.headers
 
