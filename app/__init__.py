@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from app.outbox import NewEvent, add_events, add_events_sync
     from app.registry import handler
     from schemas.envelope import Envelope, Event
+    from schemas.ids import Id, IdField
     from schemas.registry import event_model
 
 # Public name -> the module defining it.
@@ -39,6 +40,9 @@ _PUBLIC = {
     "Envelope": "schemas.envelope",
     "Event": "schemas.envelope",
     "event_model": "schemas.registry",
+    # Ids as producers write them (a JSON string or integer), for payload models.
+    "Id": "schemas.ids",
+    "IdField": "schemas.ids",
     "PermanentError": "app.errors",
     "RetryableError": "app.errors",
     "ConfigurationError": "app.errors",
@@ -61,6 +65,8 @@ __all__ = [
     "Envelope",
     "Event",
     "HandlerContext",
+    "Id",
+    "IdField",
     "NewEvent",
     "PermanentError",
     "RetryableError",

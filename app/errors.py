@@ -14,6 +14,8 @@
      │    └── PoisonError          the bytes cannot become an event at all
      │         ├── UndecodableError      not JSON, or not a JSON object
      │         ├── InvalidSchemaError    the envelope or its ``data`` fails validation
+     │         ├── InvalidHeaderError    a header this framework reads (``retry-*``,
+     │         │                         ``dlt-*``) holds what it never writes
      │         └── UnsupportedVersionError  a known eventType at an eventVersion no model reads
      └── InfrastructureError       not the event's fault (``pipeline.classify`` sorts any
                                    exception by its code): the database, Redis or the
@@ -77,6 +79,12 @@ class InvalidSchemaError(PoisonError):
     """The envelope or its payload fails validation."""
 
     reason = "invalid-schema"
+
+
+class InvalidHeaderError(PoisonError):
+    """A framework header (retry attempt, due time, provenance) cannot be read."""
+
+    reason = "invalid-header"
 
 
 class UnsupportedVersionError(PoisonError):

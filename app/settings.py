@@ -16,12 +16,15 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.db.tables import OUTBOX_TOPIC
+from app.db.tables import AGG_TYPE, OUTBOX_TOPIC
 from app.db.timeouts import DbTimeouts
 from app.db.urls import normalise_database_url
 from dlq.topics import dlt_topic, retry_topic
+from schemas.ids import NO_CONTROL_CHARACTERS
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./effectively_once.db"
+DEFAULT_AGGREGATE_TYPE = "ORDER"
+"""The ``aggregateType`` of an event that names none, in its value or a header."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
 
@@ -58,6 +61,12 @@ class Settings(BaseSettings):
     fetch_max_wait_ms: int = Field(default=50, ge=0, le=60_000)
     gc_young_threshold: int = Field(default=20_000, ge=0)
     unseen_aggregate_policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE
+    default_aggregate_type: str = Field(
+        default=DEFAULT_AGGREGATE_TYPE,
+        min_length=1,
+        max_length=AGG_TYPE,
+        pattern=NO_CONTROL_CHARACTERS,
+    )
     migrate_on_start: bool = True
     broker_session_timeout_seconds: float = Field(default=10.0, gt=0)
     infra_retry_initial_seconds: float = Field(default=0.5, gt=0)

@@ -16,6 +16,7 @@ class DeadReason(StrEnum):
     NON_RETRYABLE = "non-retryable"
     UNDECODABLE = "undecodable"
     INVALID_SCHEMA = "invalid-schema"
+    INVALID_HEADER = "invalid-header"
     UNSUPPORTED_VERSION = "unsupported-version"
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from app.db.tables import BIGINT_MAX, INTEGER_MAX
+from app.errors import InvalidHeaderError
 from app.records import RawRecord
 from dlq import headers as h
 
@@ -44,7 +46,11 @@ class Trip(NamedTuple):
 
     @classmethod
     def of(cls, record: RawRecord) -> Trip:
-        """Read the trip from ``record``'s headers (absent headers: a fresh main-topic record)."""
+        """Read the trip from ``record``'s headers (absent headers: a fresh main-topic record).
+
+        Raises ``InvalidHeaderError`` when a header this framework writes holds what it
+        never writes (a producer's ``retry-attempt: soon``): the record is poison.
+        """
         if not record.headers:
             return cls.start(record.topic, record.partition, record.offset, record.timestamp_ms)
         # One pass over the headers; the last value of a repeated name wins.
@@ -54,31 +60,73 @@ class Trip(NamedTuple):
             value = found.get(name)
             return value.decode("utf-8", "replace") if value else ""
 
+        def number(name: str, largest: int = INTEGER_MAX) -> int | None:
+            value = text(name)
+            if not value:
+                return None
+            try:
+                parsed = int(value)
+            except ValueError:
+                parsed = -1
+            if not 0 <= parsed <= largest:
+                raise _malformed(name, value, f"an integer from 0 to {largest}")
+            return parsed
+
         original_topic = text(h.DLT_ORIGINAL_TOPIC)
-        timestamp = text(h.DLT_ORIGINAL_TIMESTAMP)
+        partition, offset = record.partition, record.offset
+        if original_topic:
+            partition = _default(number(h.DLT_ORIGINAL_PARTITION), partition)
+            offset = _default(number(h.DLT_ORIGINAL_OFFSET, BIGINT_MAX), offset)
+        timestamp = number(h.DLT_ORIGINAL_TIMESTAMP, BIGINT_MAX)
         return cls(
             consumer=text(h.RETRY_CONSUMER_GROUP) or None,
-            attempts=int(text(h.RETRY_ATTEMPT) or 0),
-            first_failure_at=_when(text(h.RETRY_FIRST_FAILURE_AT)),
-            due_at=_when(text(h.RETRY_DUE_AT)),
+            # One below the largest: the next failure's count must still fit its column.
+            attempts=_default(number(h.RETRY_ATTEMPT, INTEGER_MAX - 1), 0),
+            first_failure_at=_when(h.RETRY_FIRST_FAILURE_AT, text(h.RETRY_FIRST_FAILURE_AT)),
+            due_at=_when(h.RETRY_DUE_AT, text(h.RETRY_DUE_AT)),
             original_topic=original_topic or record.topic,
-            original_partition=int(text(h.DLT_ORIGINAL_PARTITION) or record.partition)
-            if original_topic
-            else record.partition,
-            original_offset=int(text(h.DLT_ORIGINAL_OFFSET) or record.offset)
-            if original_topic
-            else record.offset,
-            original_timestamp_ms=int(timestamp) if timestamp else record.timestamp_ms,
-            replay_count=int(text(h.DLT_REPLAY_COUNT) or 0),
+            original_partition=partition,
+            original_offset=offset,
+            original_timestamp_ms=record.timestamp_ms if timestamp is None else timestamp,
+            replay_count=_default(number(h.DLT_REPLAY_COUNT, INTEGER_MAX - 1), 0),
             skip=text(h.RETRY_ACTION) == "skip",
         )
 
+    @classmethod
+    def fresh(cls, record: RawRecord) -> Trip:
+        """The trip of ``record`` as if it had none behind it (for a record whose headers
+        cannot be read: it is dead-lettered from where it is)."""
+        return cls.start(record.topic, record.partition, record.offset, record.timestamp_ms)
 
-def _when(text: str) -> datetime | None:
+
+def due_at(record: RawRecord) -> datetime | None:
+    """``record``'s ``retry-due-at``; ``None`` when it has none or it cannot be read (such a
+    record is poison: nothing to wait for)."""
+    try:
+        return Trip.of(record).due_at if record.headers else None
+    except InvalidHeaderError:
+        return None
+
+
+def _default(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
+def _when(name: str, text: str) -> datetime | None:
     if not text:
         return None
-    moment = datetime.fromisoformat(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise _malformed(name, text, "an ISO-8601 time") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _malformed(name: str, value: str, expected: str) -> InvalidHeaderError:
+    return InvalidHeaderError(
+        f"header {name} is {value[:80]!r}, not {expected}: the framework writes this header "
+        "on retry and dead-letter records, a producer must not set it"
+    )
 
 
 def iso(moment: datetime) -> str:

@@ -1,14 +1,32 @@
-"""The envelope our users' producers already emit (camelCase JSON)."""
+"""The envelope our users' producers already emit (camelCase JSON).
+
+Every field that reaches the framework's tables is bounded to what they store
+(``app.db.tables``): ids and type names as long as their columns and without
+control characters, versions within the 32-bit ``Integer`` columns. A value
+outside those bounds is poison (``invalid-schema``), not a database error that
+would stop every worker reading the partition.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
+from app.db.tables import AGG_ID, AGG_TYPE, EVENT_ID, EVENT_TYPE, INTEGER_MAX
+from schemas.ids import NO_CONTROL_CHARACTERS, Id, IdField
+
 DataT = TypeVar("DataT")
+
+EventType = Annotated[
+    str, StringConstraints(min_length=1, max_length=EVENT_TYPE, pattern=NO_CONTROL_CHARACTERS)
+]
+AggregateType = Annotated[
+    str, StringConstraints(min_length=1, max_length=AGG_TYPE, pattern=NO_CONTROL_CHARACTERS)
+]
+Version = Annotated[int, Field(ge=1, le=INTEGER_MAX)]
 
 
 class Envelope(BaseModel, Generic[DataT]):
@@ -22,18 +40,18 @@ class Envelope(BaseModel, Generic[DataT]):
         alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
     )
 
-    event_id: str = Field(min_length=1, max_length=128)
-    event_type: str = Field(min_length=1, max_length=100)
-    event_version: int = Field(ge=1)
-    aggregate_type: str = Field(min_length=1, max_length=100)
-    aggregate_id: str = Field(min_length=1, max_length=128)
-    aggregate_version: int | None = Field(default=None, ge=1)
+    event_id: Annotated[str, IdField(max_length=EVENT_ID, stored=True)]
+    event_type: EventType
+    event_version: Version
+    aggregate_type: AggregateType
+    aggregate_id: Annotated[str, IdField(max_length=AGG_ID, stored=True)]
+    aggregate_version: Version | None = None
     occurred_at: datetime
-    trace_id: str | None = None
-    tenant_id: str | None = None
+    trace_id: Id | None = None
+    tenant_id: Id | None = None
     source: str | None = None
-    correlation_id: str | None = None
-    causation_id: str | None = None
+    correlation_id: Id | None = None
+    causation_id: Id | None = None
     data: DataT
 
     @property

@@ -55,6 +55,8 @@ AGG_TYPE = 100
 AGG_ID = 128
 EVENT_TYPE = 100
 TOPIC = 249
+INTEGER_MAX = 2**31 - 1  # the largest value an ``Integer`` column stores on every backend
+BIGINT_MAX = 2**63 - 1  # ... and a ``BigInteger`` column
 
 
 def binary_id(length: int) -> TypeEngine[str]:

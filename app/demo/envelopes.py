@@ -19,10 +19,11 @@ SOURCE = "demo-order-service"
 
 
 class Message(NamedTuple):
-    """One Kafka record to send: key and value bytes exactly as they go on the wire."""
+    """One Kafka record to send: key, value and headers exactly as they go on the wire."""
 
     key: bytes | None
     value: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 def envelope(

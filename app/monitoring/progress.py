@@ -19,7 +19,7 @@ from app import metrics
 from app.monitoring.pauses import batch_scope
 from app.pipeline.outcomes import Outcome
 from app.records import RawRecord
-from dlq.trip import Trip
+from dlq.trip import due_at
 
 log = logging.getLogger("effectively_once.outcomes")
 
@@ -95,8 +95,7 @@ class Progress:
         due = []
         for record in records:
             at = record.timestamp_ms / 1000 if record.timestamp_ms is not None else None
-            # Only a record with headers can come from a retry tier.
-            retry_due = Trip.of(record).due_at if record.headers else None
+            retry_due = due_at(record)
             if retry_due is not None:
                 at = max(at or 0.0, retry_due.timestamp())
             if at is not None:

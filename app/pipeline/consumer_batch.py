@@ -52,6 +52,8 @@ class ConsumerBatch:
     ctx: HandlerContext
     mode: Mode
     router: FailureRouter
+    # What the records were decoded with: a parked event must read the same way again.
+    default_aggregate_type: str
     outcomes: list[Outcome] = field(default_factory=list)
     _changes: BatchChanges = field(default_factory=BatchChanges.empty)
     _versions: dict[Aggregate, int | None] = field(default_factory=dict)
@@ -131,7 +133,9 @@ class ConsumerBatch:
             stored = self._parked_db.get(agg, {}).pop(nxt, None)
             if stored is not None:
                 self._changes.unparked.add(stored.event_id)
-                found = decode(stored.record, self.registry.event_types)
+                found = decode(
+                    stored.record, self.registry.event_types, self.default_aggregate_type
+                )
                 if not isinstance(found, Decoded):
                     # It decoded when it was parked: the schemas changed since (a deploy).
                     self._dead_letter(found)

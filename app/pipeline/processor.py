@@ -61,7 +61,7 @@ from app.pipeline.together import all_or_none, to_the_end
 from app.prefilter.stage import Known, Lookup, ask, remember_applied, skip_known
 from app.records import RawRecord
 from app.registry import Registry
-from app.settings import UnseenAggregatePolicy
+from app.settings import DEFAULT_AGGREGATE_TYPE, UnseenAggregatePolicy
 
 T = TypeVar("T")
 RERUN_CONFLICT = "conflict"
@@ -81,6 +81,7 @@ class BatchProcessor:
     router: FailureRouter
     on_outbox: Callable[[], None] | None = None
     policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE
+    default_aggregate_type: str = DEFAULT_AGGREGATE_TYPE
     backoff: Backoff = field(default_factory=Backoff)
     concurrent_consumers: bool = True
     on_pause: OnPause | None = None
@@ -96,9 +97,9 @@ class BatchProcessor:
         outcomes: list[Outcome] = []
         if self.prefilter is None:
             # Nothing asks for the JSON before validation: bytes to events in one pass.
-            events, poison = decode_batch(list(records), payloads)
+            events, poison = decode_batch(list(records), payloads, self.default_aggregate_type)
         else:
-            reads, poison = read_batch(list(records))
+            reads, poison = read_batch(list(records), self.default_aggregate_type)
             # Redis only ever knows committed events, so its answer holds across retries.
             reads, known, outcomes = await ask(self.prefilter, consumers, reads)
             events, invalid = validate_batch(reads, payloads)
@@ -196,7 +197,10 @@ class BatchProcessor:
         started = time.perf_counter()
         async with self.sessions() as session:
             ctx = HandlerContext(session=session, consumer=consumer)
-            batch = ConsumerBatch(consumer, self.registry, self.policy, ctx, mode, self.router)
+            batch = ConsumerBatch(
+                consumer, self.registry, self.policy, ctx, mode, self.router,
+                self.default_aggregate_type,
+            )
             async with session.begin():
                 await batch.run(events)
             # committed: the effects, dedup records, versions and failures are durable together

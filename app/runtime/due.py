@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 
 from app.records import RawRecord
 from app.runtime.batches import BatchGivenUp
-from dlq.trip import Trip
+from dlq.trip import due_at
 
 # How long a given-up batch may go on holding a rebalance, at most.
 CHECK_EVERY_SECONDS = 0.25
@@ -39,7 +39,7 @@ async def wait_until_due(
     """Return once the last of ``records`` is due; ``BatchGivenUp`` as soon as ``holds()``
     is false meanwhile. A tier's records come in due order, so waiting for the batch's last
     one delays the others by at most the batch wait."""
-    due = [trip.due_at for trip in map(Trip.of, records) if trip.due_at is not None]
+    due = [due for due in map(due_at, records) if due is not None]
     if not due:
         return
     wait = (max(due) - now()).total_seconds()

@@ -107,6 +107,7 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
         router=FailureRouter(RetryPolicy(settings.order_topic, settings.retry_delay_seconds)),
         on_outbox=relay.wake if relay is not None else None,
         policy=settings.unseen_aggregate_policy,
+        default_aggregate_type=settings.default_aggregate_type,
         backoff=backoff,
         concurrent_consumers=dialect_name(settings.database_url) != "sqlite",
         on_pause=pauses.on_pause,

@@ -30,6 +30,7 @@ from app.db.tables import (
     parked_event,
 )
 from app.outbox.status import RECORD_AGGREGATE_TYPE
+from schemas.ids import id_spellings
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +80,23 @@ async def trace_event(
     conn: AsyncConnection, event_id: str, consumers: Sequence[str] | None = None
 ) -> Trace:
     """The event's findings for every consumer (``consumers``: the registered ones, if known,
-    which lets the lookups use the tables' primary keys)."""
+    which lets the lookups use the tables' primary keys).
+
+    ``event_id`` as a person types it: ``100001`` and ``"100001"`` both find the event a
+    producer sent with ``"eventId": 100001`` or ``"eventId": "100001"`` (stored as the
+    text ``100001``).
+    """
+    spellings = id_spellings(event_id)
+    for spelling in spellings[:-1]:
+        found = await _trace(conn, spelling, consumers)
+        if found.found:
+            return found
+    return await _trace(conn, spellings[-1], consumers)
+
+
+async def _trace(
+    conn: AsyncConnection, event_id: str, consumers: Sequence[str] | None
+) -> Trace:
     consumed = await _rows(conn, consumed_event, event_id, consumers)
     parked = await _rows(conn, parked_event, event_id, consumers)
     # Read with * so that columns the failure handling adds or renames never break tracing.

@@ -13,6 +13,8 @@
 - ``db``: read what the workers wrote into ``database_url``.
 - ``migrated_database``: ``database_url`` with the framework's schema, for tests that
   write to it (the outbox) before any worker runs.
+- ``engine``: ``database_url`` with the framework's tables and the pipeline tests'
+  ``effect`` table, for tests that run the batch processor itself on a real database.
 
 A missing service skips the test locally and fails it under ``CI=true``.
 """
@@ -26,7 +28,10 @@ from pathlib import Path
 import pytest
 from redis import Redis
 from redis.exceptions import RedisError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.db import tables
+from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
 from app.demo.broker import LocalBroker, broker_binary
 from tests.conftest import unavailable
@@ -34,6 +39,7 @@ from tests.integration.support.databases import Databases, ServiceUnavailable
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.state import Database
 from tests.integration.support.workers import Stream, Workers
+from tests.pipeline.support import test_metadata
 
 PARTITIONS = 4
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -130,6 +136,17 @@ async def db(database_url: str) -> AsyncIterator[Database]:
     database = Database(database_url)
     yield database
     await database.dispose()
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine on ``database_url`` with the framework's tables and the ``effect`` table."""
+    eng = create_engine(database_url)
+    async with eng.begin() as conn:
+        await conn.run_sync(tables.metadata.create_all)
+        await conn.run_sync(test_metadata.create_all)
+    yield eng
+    await eng.dispose()
 
 
 @pytest.fixture

@@ -20,15 +20,14 @@ each event has one dedup record, and:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.context import HandlerContext
-from app.db import tables
-from app.db.engine import create_engine, session_factory
+from app.db.engine import session_factory
 from app.metrics import REGISTRY
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.processor import BatchProcessor
@@ -38,23 +37,13 @@ from app.registry import Registry, handler
 from dlq.policy import RetryPolicy
 from schemas.envelope import Event
 from tests.pipeline.events import TOPIC, Records
-from tests.pipeline.support import Db, test_metadata, write_effect
+from tests.pipeline.support import Db, write_effect
 
 pytestmark = pytest.mark.integration
 
 RACING_BACKENDS = ("postgresql", "mariadb")
 B_MAY_WAIT_SECONDS = 2.0  # MariaDB: B waits for A's locks, so A must go on first
 TEST_TIMEOUT_SECONDS = 60.0
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    eng = create_engine(database_url)
-    async with eng.begin() as conn:
-        await conn.run_sync(tables.metadata.create_all)
-        await conn.run_sync(test_metadata.create_all)
-    yield eng
-    await eng.dispose()
 
 
 class Stall:

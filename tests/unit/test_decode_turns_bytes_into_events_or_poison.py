@@ -196,12 +196,14 @@ def test_a_known_type_at_an_unknown_event_version_is_unsupported() -> None:
 
 
 def test_a_long_list_of_schema_errors_is_summarised() -> None:
-    result = decode(record(b"{}"))
+    # No key either: aggregateId is missing too (aggregateType falls back to the default).
+    result = decode(RawRecord(topic="orders", partition=3, offset=0, key=None, value=b"{}"))
 
     assert isinstance(result, Poison)
     text = str(result.error)
     assert text.count("Field required") == 5
-    assert text.endswith("(+2 more)")
+    assert "eventId: Field required (not in the value, nor in an id header)" in text
+    assert text.endswith("(+1 more)")
 
 
 def test_a_batch_splits_into_events_and_poison_in_arrival_order() -> None:

@@ -2,7 +2,9 @@
 
 Contract: ``Envelope`` and the payload models accept camelCase keys (and the
 snake_case field names), ignore unknown fields, require the identity fields
-(non-empty, bounded), leave ``aggregateVersion`` optional but at least 1, are
+(non-empty, bounded to what the framework's tables store: as long as their
+columns, no control character, versions within 32 bits; ids a JSON string or
+integer), leave ``aggregateVersion`` optional but at least 1, are
 immutable, and dump back to camelCase. ``schemas.registry`` maps
 ``(eventType, eventVersion)`` to one model: re-registering the same model is
 harmless, a different model for a taken slot is an error.
@@ -36,6 +38,12 @@ def raw(**overrides: Any) -> dict[str, Any]:
     }
     env.update(overrides)
     return env
+
+
+def test_the_largest_storable_version_is_accepted() -> None:
+    env = Envelope[dict[str, Any]].model_validate(raw(aggregateVersion=2**31 - 1))
+
+    assert env.aggregate_version == 2**31 - 1
 
 
 def test_camel_case_keys_fill_the_fields() -> None:
@@ -92,6 +100,15 @@ def test_it_dumps_back_to_camel_case() -> None:
         {"aggregateVersion": 0},
         {"aggregateVersion": -1},
         {"occurredAt": "not a time"},
+        # What the framework's tables cannot store: 32-bit versions, no NUL or control char.
+        {"aggregateVersion": 2**31},
+        {"eventVersion": 2**31},
+        {"eventId": "e\x001"},
+        {"aggregateId": "o\x01"},
+        {"eventType": "OrderPaid\n"},
+        {"aggregateType": "\x00Order"},
+        {"eventId": 1.0},
+        {"aggregateId": True},
     ],
 )
 def test_bad_identity_fields_are_refused(overrides: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 
 Contract: ``decode`` first tries the common case in one pass (the model chosen
 by the ``eventType`` and ``eventVersion`` the bytes name, validated straight
-from the JSON text); whatever it returns equals what ``validate(read(record))``
+from the JSON text; ids as strings or integers, the aggregate in the value or
+in the key); whatever it returns equals what ``validate(read(record))``
 returns for the same record: the same event, the same payload model, the same
 ``known``. Where the bytes mislead the guess (a nested or repeated key, an
 escaped name, a version written as a float) or the record is not a valid event,
@@ -19,6 +20,7 @@ import orjson
 import pytest
 
 from app.demo.envelopes import envelope, order_paid_data
+from app.demo.spellings import Spelling, numbered, spell
 from app.pipeline.decode import Decoded, Poison, _decode_json, decode, read, validate
 from app.records import RawRecord
 from bench.workload import make_workload
@@ -62,6 +64,32 @@ def test_every_event_of_a_workload_decodes_in_one_pass_to_what_two_steps_give() 
         assert one_pass is not None, message.value  # the common case takes the one pass
         assert_same(one_pass, two_step(source))
         assert_same(decode(source), one_pass)
+
+
+def test_integer_ids_and_the_aggregate_in_the_key_take_the_one_pass_too() -> None:
+    messages = spell(numbered(make_workload(100)), Spelling.NUMBERS)
+
+    for offset, message in enumerate(messages):
+        source = RawRecord("orders", 0, offset, message.key, message.value)
+        one_pass = _decode_json(source, None)
+        assert one_pass is not None, message
+        assert_same(one_pass, two_step(source))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        # the aggregate fields written with an escape: the value's own still win
+        orjson.dumps(paid()).replace(b'"aggregateId"', b'"aggregate\\u0049d"'),
+        orjson.dumps(paid(aggregateId=None)),
+        orjson.dumps({k: v for k, v in paid().items() if k != "aggregateType"}),
+    ],
+    ids=["escaped-aggregate-id", "null-aggregate-id", "no-aggregate-type"],
+)
+def test_an_aggregate_from_the_record_is_the_same_in_both_paths(value: bytes) -> None:
+    source = RawRecord("orders", 0, 0, b'"o-9"', value, (("aggregateType", b"SHOP"),))
+
+    assert_same(decode(source), two_step(source))
 
 
 def test_a_payload_nobody_here_reads_stays_raw_in_both_paths() -> None:

@@ -5,7 +5,9 @@ the same name (any case), falls back to the documented defaults, normalises
 ``DATABASE_URL`` to an async driver, treats a blank ``REDIS_URL`` as unset,
 splits ``HANDLER_MODULES`` and ``CONSUMERS`` on commas (no consumer named:
 all), reads ``RETRY_DELAYS`` as the retry tiers in seconds (default
-``1,5,30,300``; empty: no tier, failures go straight to the DLT), and refuses
+``1,5,30,300``; empty: no tier, failures go straight to the DLT), takes
+``DEFAULT_AGGREGATE_TYPE`` (default ``ORDER``) only as an aggregate type the
+tables can store, and refuses
 out-of-range numbers, an unknown unseen-aggregate policy, an unsupported
 database scheme and retry delays that are not positive and increasing with a
 ``ValidationError`` at start-up.
@@ -53,6 +55,7 @@ def test_defaults() -> None:
     assert settings.ready_stall_seconds == 60.0
     assert settings.infra_retry_jitter == 0.5
     assert settings.escalate_after_attempts == 3
+    assert settings.default_aggregate_type == "ORDER"
 
 
 def test_the_worker_waits_longer_for_an_answer_than_the_server_lets_a_statement_run() -> None:
@@ -72,6 +75,7 @@ def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("HANDLER_MODULES", "handlers.points, handlers.inventory ,,")
     monkeypatch.setenv("REDIS_URL", "")
     monkeypatch.setenv("CONSUMERS", " points-service,, inventory-service")
+    monkeypatch.setenv("DEFAULT_AGGREGATE_TYPE", "Payment")
 
     settings = Settings()
 
@@ -82,6 +86,7 @@ def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     assert settings.handler_module_names == ["handlers.points", "handlers.inventory"]
     assert settings.consumer_names == ["points-service", "inventory-service"]
     assert settings.redis_url is None
+    assert settings.default_aggregate_type == "Payment"
 
 
 @pytest.mark.parametrize(
@@ -119,6 +124,9 @@ def test_the_database_url_gets_an_async_driver(url: str, expected: str) -> None:
         ("retry_delays", "5,1"),
         ("retry_delays", "1,1"),
         ("retry_delays", "1s,5s"),
+        ("default_aggregate_type", ""),
+        ("default_aggregate_type", "x" * 101),
+        ("default_aggregate_type", "ORDER\x00"),
     ],
 )
 def test_bad_values_are_refused(field: str, value: object) -> None:

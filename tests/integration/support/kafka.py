@@ -55,7 +55,9 @@ class OrderTopic:
         (aggregate) arrive in the order given here.
         """
         deliveries = [
-            await self._producer.send(self.stream.topic, message.value, key=message.key)
+            await self._producer.send(
+                self.stream.topic, message.value, key=message.key, headers=list(message.headers)
+            )
             for message in messages
         ]
         for sent in await asyncio.gather(*deliveries):

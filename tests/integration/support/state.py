@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.engine import create_engine
 from app.db.tables import aggregate_version, consumed_event, failed_event, parked_event
+from app.demo.expected import Expected
 from handlers.tables import inventory_stock, notification, user_points
 
 CONSUMERS = ("points-service", "inventory-service", "notification-service")
@@ -80,6 +81,11 @@ class Database:
         )
         return [event_id for (event_id,) in rows]
 
+    async def consumed_aggregates(self) -> set[tuple[str, str]]:
+        """The (aggregateType, aggregateId) of every ``consumed_event`` row, all consumers."""
+        columns = (consumed_event.c.aggregate_type, consumed_event.c.aggregate_id)
+        return {(kind, aggregate) for kind, aggregate in await self._rows(select(*columns))}
+
     async def versions(self, aggregate_id: str) -> dict[str, int | None]:
         """consumer -> ``last_version`` of the Order aggregate ``aggregate_id``."""
         rows = await self._rows(
@@ -115,6 +121,31 @@ class Database:
         )
         async with self.engine.connect() as conn:
             return [dict(row) for row in (await conn.execute(query)).mappings()]
+
+
+async def final_state(db: Database) -> dict[str, Any]:
+    """What a workload leaves in the example consumers' tables and the framework's, in the
+    shape of ``expected_final_state``."""
+    return {
+        "points": await db.balances(),
+        "reserved": await db.reserved(),
+        "notifications": await db.notification_count(),
+        "consumed": await db.consumed_counts(),
+        "parked": await db.parked_count(),
+        "failures": len(await db.failures()),
+    }
+
+
+def expected_final_state(expected: Expected) -> dict[str, Any]:
+    """What ``expected`` means for ``final_state``: nothing parked, nothing failed."""
+    return {
+        "points": expected.points,
+        "reserved": expected.reserved,
+        "notifications": expected.notifications,
+        "consumed": every_consumer(expected.distinct_events),
+        "parked": 0,
+        "failures": 0,
+    }
 
 
 def every_consumer(value: int) -> dict[str, int]:

@@ -1,0 +1,93 @@
+"""Values the tables cannot store are poison, not a database error that stops the partition.
+
+Contract, through the batch processor on PostgreSQL, MariaDB and SQLite: an
+``aggregateVersion`` of 2^31 or more (the version columns are 32-bit
+``Integer``s), a NUL or other control character in ``eventId``,
+``aggregateId``, ``eventType`` or ``aggregateType`` (PostgreSQL rejects NUL in
+text), and an id longer than its column are each dead-lettered once as
+``invalid-schema`` with a message naming the field; the processor returns, the
+good events of the same batch apply, and the batch is never re-run in place.
+Before, the envelope accepted them, the dedup lookup or the version write
+raised, and every owner of the partition crashed on the record, again and again.
+"""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.context import HandlerContext
+from app.db.engine import session_factory
+from app.pipeline.outcomes import Kind
+from app.pipeline.pause import Backoff
+from app.pipeline.processor import BatchProcessor
+from app.pipeline.route import FailureRouter
+from app.registry import Registry, handler
+from dlq.policy import RetryPolicy
+from schemas.envelope import Event
+from tests.integration.support.databases import BACKENDS
+from tests.pipeline.events import TOPIC, Records, envelope
+from tests.pipeline.support import (
+    Db,
+    Outbox,
+    header_map,
+    write_effect,
+)
+
+pytestmark = pytest.mark.integration
+
+
+class NoPause(Backoff):
+    """A processor that would retry in place fails the test instead of waiting forever."""
+
+    def delay(self, attempt: int) -> float:
+        raise AssertionError("the batch was retried in place: the database refused a value")
+
+
+UNSTORABLE = [
+    pytest.param({"aggregateVersion": 2**31}, "aggregateVersion", id="version-2^31"),
+    pytest.param({"aggregateVersion": 2**40}, "aggregateVersion", id="version-2^40"),
+    pytest.param({"eventId": "bad\x00id"}, "eventId", id="nul-in-event-id"),
+    pytest.param({"aggregateId": "o-1\x00"}, "aggregateId", id="nul-in-aggregate-id"),
+    pytest.param({"eventType": "Order\x00Paid"}, "eventType", id="nul-in-event-type"),
+    pytest.param({"aggregateType": "Or\x1bder"}, "aggregateType", id="escape-in-aggregate-type"),
+    pytest.param({"eventId": "x" * 129}, "eventId", id="event-id-too-long"),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("fields", "field"), UNSTORABLE)
+async def test_an_unstorable_value_is_dead_lettered_and_the_batch_applies(
+    engine: AsyncEngine, fields: dict[str, object], field: str
+) -> None:
+    registry, records, db, outbox = Registry(), Records(), Db(engine), Outbox(engine)
+
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    before = records.event("e1", version=1)
+    bad = records.raw(orjson.dumps({**envelope("e2", version=2), **fields}))
+    after = records.event("e3", aggregate_id="o-2", version=1)
+    processor = BatchProcessor(
+        session_factory(engine),
+        registry,
+        FailureRouter(RetryPolicy(TOPIC, (1.0,))),
+        backoff=NoPause(),
+        concurrent_consumers=False,
+    )
+
+    outcomes = await processor.process([before, bad, after])
+
+    assert [(o.kind, o.event_id) for o in outcomes] == [
+        (Kind.POISON, None),
+        (Kind.APPLIED, "e1"),
+        (Kind.APPLIED, "e3"),
+    ]
+    assert sorted(await db.effects("points")) == ["e1", "e3"]
+    [dead] = await outbox.records()
+    assert header_map(dead)["dlt-reason"] == "invalid-schema"
+    assert f"envelope: {field}: " in header_map(dead)["dlt-exception-message"]
+    [row] = await db.failed()
+    assert (row["reason"], row["offset"], row["record_value"]) == ("invalid-schema", 1, bad.value)
