@@ -41,7 +41,8 @@ class Outcome:
     findings: Findings | None = None
     failure: str | None = None
     wall_seconds: float = 0.0
-    load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)  # at the end
+    loads: list[float] = field(default_factory=list)  # 1-minute load, each second of the soak
 
     @property
     def drained(self) -> bool:
@@ -50,21 +51,17 @@ class Outcome:
 
     @property
     def exact(self) -> bool:
-        """The verdict: drained, every check exact, no worker died or hung on its own."""
+        """The verdict: drained, every check exact, every fault injected, no worker that exited
+        on its own, and each exited 0 when told to stop."""
         return (
             self.failure is None
             and self.drained
             and self.findings is not None
             and self.findings.exact
             and not self.exits
-            and not self.stubborn
+            and all(code == 0 for code in self.stopped.values())
             and not any(fault.failed for fault in self.ledger)
         )
-
-    @property
-    def stubborn(self) -> list[str]:
-        """Workers that ignored SIGTERM and had to be killed."""
-        return [slot for slot, code in self.stopped.items() if code is None]
 
     def around_stall(self) -> list[Injected]:
         """The faults that may have begun the longest stall: struck in the ``STALL_LEAD_SECONDS``

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -73,14 +74,25 @@ def print_table(console: Console, outcome: Outcome) -> None:
     table.add_row("caught up", _drain(outcome))
     table.add_row("worker exits not caused by the soak", _exits(outcome))
     if outcome.stopped:
-        codes = ", ".join(f"{slot} {code}" for slot, code in outcome.stopped.items())
-        table.add_row("exit codes on SIGTERM at the end", codes)
+        codes = ", ".join(
+            f"{slot} {'ignored it' if code is None else code}"
+            for slot, code in outcome.stopped.items()
+        )
+        clean = all(code == 0 for code in outcome.stopped.values())
+        table.add_row("exit codes on SIGTERM at the end", _mark(clean) + " " + codes)
     if findings is not None:
         _add_findings(table, outcome)
     if outcome.failure:
         table.add_row("soak failed", f"[red]{outcome.failure}[/]")
     load = ", ".join(f"{value:.2f}" for value in outcome.load_average)
-    table.add_row("wall time, load average", f"{outcome.wall_seconds:.0f} s; {load} at the end")
+    during = ""
+    if outcome.loads:
+        mean = sum(outcome.loads) / len(outcome.loads)
+        during = f"; 1-minute load {mean:.1f} on average, {max(outcome.loads):.1f} at most"
+    table.add_row(
+        "wall time, load average",
+        f"{outcome.wall_seconds:.0f} s; {load} at the end{during} ({os.cpu_count()} cores)",
+    )
     table.add_row(
         "final state",
         "[bold green]EXACT[/]" if outcome.exact else "[bold red]NOT EXACT[/]",
@@ -205,6 +217,8 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
         "worker_totals": dict(outcome.worker_totals),
         "wall_seconds": round(outcome.wall_seconds, 1),
         "load_average": outcome.load_average,
+        "load_mean": round(sum(outcome.loads) / len(outcome.loads), 2) if outcome.loads else None,
+        "load_max": max(outcome.loads, default=None),
     }
     if findings is not None:
         data["checks"] = {

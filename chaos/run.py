@@ -185,6 +185,7 @@ async def _soak(
             await asyncio.gather(*background, return_exceptions=True)
             outcome.ledger = list(injector.ledger)
             outcome.stall = watch.tracker.longest
+            outcome.loads = list(watch.loads)
             outcome.exits = list(workers.exits)
             outcome.worker_totals = scraper.totals()
             outcome.hang = scraper.longest_hang()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ class ProgressWatch:
     tracker: StallTracker = field(default_factory=StallTracker)
     pending: int | None = None  # at the last successful sample
     sampled_at: float = 0.0  # monotonic time of the last successful sample
+    loads: list[float] = field(default_factory=list)  # the machine's 1-minute load, each second
 
     async def run(self) -> None:
         """Sample until cancelled; a sample the broker does not answer is skipped."""
@@ -71,6 +73,7 @@ class ProgressWatch:
         partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
         try:
             while True:
+                self.loads.append(os.getloadavg()[0])
                 try:
                     committed = await asyncio.wait_for(
                         admin.list_consumer_group_offsets(self.group, partitions=partitions), 10

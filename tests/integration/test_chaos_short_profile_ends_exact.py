@@ -3,12 +3,13 @@
 Contract: ``python -m chaos --profile short`` (10,000 records over 100 aggregates,
 10 % duplicate sends, 5 % swapped versions, 0.5 % poison, three workers, about two
 minutes) injects every fault it plans: a worker SIGKILLed every 15 s and restarted,
-the workers' database sessions terminated, their database connection blackholed,
-the database crashed and restarted, Redis flushed and killed, the broker
-connections cut. Then the group catches up, and the soak exits 0 with every
-balance and stock level what the events mean, each event applied exactly once,
-nothing parked, every poison record on the DLT exactly once and nothing else
-there, and no worker that exited on its own.
+the workers' database sessions terminated, their database connections blackholed
+and then abandoned (as a failover abandons them), the database crashed and
+restarted, Redis flushed and killed, the broker connections cut. Then the group
+catches up, and the soak exits 0 with every balance and stock level what the events
+mean, each event applied exactly once, nothing parked, every poison record on the
+DLT exactly once and nothing else there, no worker that exited on its own, and each
+exiting 0 on SIGTERM at the end.
 
 It runs the soak's own PostgreSQL cluster (port 5434), Redis (6380) and broker:
 the shared services are never restarted. Without the tools to run them the test
@@ -69,6 +70,7 @@ async def test_the_short_soak_ends_exact(tmp_path: Path) -> None:
     assert checks["dlt"]["once"] == checks["dlt"]["poison"] == 50, (checks["dlt"], report)
     assert not checks["dlt"]["repeated"] and not checks["dlt"]["others"], (checks["dlt"], report)
     assert result["worker_exits"] == [], report
+    assert set(result["exit_codes_on_sigterm"].values()) == {0}, report
     assert result["drain_seconds"] is not None, report
     assert result["exact"] is True and process.returncode == 0, report
 
