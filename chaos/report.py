@@ -13,7 +13,7 @@ from rich.table import Table
 from chaos.checks import examples
 from chaos.faults import Injected
 from chaos.outcome import STALL_LEAD_SECONDS, Outcome
-from chaos.schedule import FaultKind
+from chaos.schedule import LASTING, FaultKind
 from chaos.verify import EVERY_CONSUMER
 
 
@@ -33,9 +33,8 @@ def print_table(console: Console, outcome: Outcome) -> None:
             continue
         faults = [f for f in outcome.ledger if f.kind == kind]
         text = f"{injected[kind]} of {planned} planned"
-        lasting = sum(f.seconds for f in faults if not f.failed)
-        if lasting >= 1:
-            text += f", {lasting:.0f} s in all"
+        if kind in LASTING:
+            text += f", {sum(f.seconds for f in faults if not f.failed):.0f} s in all"
         failed = [f.failed for f in faults if f.failed]
         if failed:
             text += f" [red]({len(failed)} failed: {examples(failed)})[/]"

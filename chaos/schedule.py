@@ -30,6 +30,10 @@ class FaultKind(StrEnum):
     BROKER_CUT = "broker connections cut"
 
 
+LASTING = frozenset({FaultKind.DATABASE_BLACKHOLE, FaultKind.DATABASE_CRASH, FaultKind.REDIS_KILL})
+"""The faults that last a while (the others strike at once)."""
+
+
 @dataclass(frozen=True, order=True)
 class Planned:
     """One fault: when it strikes (seconds into the window) and how long it lasts."""
