@@ -3,9 +3,11 @@
 A ``Source`` is a pluggable piece, so that the way events are produced can change
 without touching the rest of the soak. ``DirectProducer`` is a foreign service
 producing straight to Kafka. An outbox source would instead write the records into
-``outbox_event`` as an order service does and run relays (``python -m app relay``)
-that ship them; it exposes those relays as ``processes``, and the soak's schedule
-then SIGKILLs them like the workers.
+``outbox_event`` as an order service does, at the same pace, and run two relays that
+ship them (``WorkerPool(2, env, workdir, program=[sys.executable, "-m", "app",
+"relay"], prefix="r")``); it exposes that pool as ``processes``, and the schedule
+then SIGKILLs a relay every ``relay_kill_every`` seconds, restarted like a worker.
+Its ``ends`` are the topic's end offsets once every row it wrote is published.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The soak's worker group: N ``faust -A app worker`` processes kept running like an orchestrator
-would, SIGKILLed on the soak's schedule and restarted.
+would, SIGKILLed on the soak's schedule and restarted. (The same pool runs any other
+long-lived process of the system, e.g. relays: give it their ``command``.)
 
 Each slot (``w1``, ``w2``, ...) appends every incarnation's output to one log file,
 each start marked. A worker that exits without being killed by the soak is a
@@ -13,7 +14,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +28,14 @@ LOG_TAIL_LINES = 30
 
 @dataclass
 class ChaosWorker(WorkerProcess):
-    """A worker process the soak can crash."""
+    """A worker process the soak can crash; ``program`` replaces the faust worker's command."""
+
+    program: Sequence[str] = ()
+
+    @property
+    def command(self) -> list[str]:
+        """The faust worker, unless ``program`` says otherwise."""
+        return list(self.program) or super().command
 
     @property
     def pid(self) -> int | None:
@@ -86,6 +94,8 @@ class WorkerPool:
     count: int
     env: Mapping[str, str]
     workdir: Path
+    program: Sequence[str] = ()  # empty: ``faust -A app worker``
+    prefix: str = "w"  # slot names: w1, w2, ...
     clock: float = field(default_factory=time.monotonic)  # the soak's t=0
     exits: list[Exit] = field(default_factory=list)
     _slots: list[_Slot] = field(default_factory=list)
@@ -93,11 +103,13 @@ class WorkerPool:
     def start(self) -> None:
         """Start every worker."""
         for n in range(1, self.count + 1):
-            name = f"w{n}"
+            name = f"{self.prefix}{n}"
             home = self.workdir / name
             home.mkdir(parents=True, exist_ok=True)
             env = {**self.env, "TMPDIR": str(home)}  # faust's data directory: one per worker
-            worker = ChaosWorker(env=env, cwd=home, log_path=self.workdir / f"{name}.log")
+            worker = ChaosWorker(
+                env=env, cwd=home, log_path=self.workdir / f"{name}.log", program=self.program
+            )
             slot = _Slot(name, worker)
             self._slots.append(slot)
             self._launch(slot)
