@@ -107,97 +107,131 @@ async def run_soak(options: Options, console: Console) -> int:
         return 0 if outcome.exact else 1
 
 
+@dataclass
+class _Stage:
+    """The soak's own services, up and reachable, on which the workers will run."""
+
+    tag: str
+    database: ChaosDatabase
+    name: str  # the run's database
+    redis: ChaosRedis
+    broker: LocalBroker
+    broker_proxy: TcpProxy
+    database_proxy: TcpProxy
+    topic: str
+
+
 async def _soak(
     options: Options, console: Console, workload: Workload, workdir: Path, outcome: Outcome
 ) -> None:
     profile = options.profile
-    tag = uuid.uuid4().hex[:8]
     async with AsyncExitStack() as stack:
-        with console.status(f"starting the soak's own {options.backend} and Redis"):
-            database = server(options.backend, options.home)
-            await database.start()
-            stack.push_async_callback(database.stop)
-            name = f"chaos_{tag}"
-            await database.create_database(name)
-            if not options.keep:
-                stack.push_async_callback(database.drop_database, name)
-            await _prepare(database.url(name))
-            redis = ChaosRedis(options.home, workdir / "redis.log")
-            await redis.start()
-            stack.push_async_callback(redis.stop)
-        broker_proxy_port = free_port()
-        broker = LocalBroker(log_path=workdir / "broker.log", advertised_port=broker_proxy_port)
-        broker.start()
-        stack.callback(broker.stop)
-        broker_proxy = TcpProxy("127.0.0.1", broker.port, listen_port=broker_proxy_port).start()
-        stack.callback(broker_proxy.stop)
-        database_proxy = TcpProxy("127.0.0.1", database.port).start()
-        stack.callback(database_proxy.stop)
-        topic = f"chaos-orders-{tag}"
-        await ensure_topic(broker.bootstrap, topic, profile.partitions)
-
-        workers = WorkerPool(
-            profile.workers,
-            _worker_env(profile, broker, database, name, database_proxy, redis, topic, tag),
-            workdir,
-        )
+        stage = await _set_stage(options, console, workdir, stack)
+        workers = WorkerPool(profile.workers, _worker_env(profile, stage), workdir)
         stack.callback(workers.stop)
         with console.status(f"starting {profile.workers} workers"):
             workers.start()
-            await wait_until_assigned(workers, topic, profile.partitions)
-        source: Source = DirectProducer(broker.bootstrap, topic)
+            await wait_until_assigned(workers, stage.topic, profile.partitions)
+        source: Source = DirectProducer(stage.broker.bootstrap, stage.topic)
         outcome.source = source.label
         await source.start()
         stack.push_async_callback(source.stop)
-
-        targets = Targets(workers, database, database_proxy, broker_proxy, redis, source.processes)
-        injector = Injector(targets, seed=profile.shape.seed, started=workers.clock)
-        faults = plan(profile, relays=source.processes is not None)
-        outcome.planned = dict(_count(faults))
-        watch = ProgressWatch(
-            broker.bootstrap, f"chaos-{tag}", topic, profile.partitions, source.ends,
-            started=workers.clock,
-        )  # fmt: skip
-        scraper = Scraper(workers.web_ports, workers.incarnation, started=workers.clock)
-        background = [
-            asyncio.create_task(workers.supervise()),
-            asyncio.create_task(watch.run()),
-            asyncio.create_task(scraper.run()),
-        ]
-        try:
-            with console.status(
-                f"chaos window: {len(workload.records):,} records at {profile.rate:g}/s, "
-                f"{len(faults)} faults"
-            ):
-                window_start = injector.now()
-                await asyncio.gather(
-                    source.feed(workload.records, profile.rate),
-                    injector.run(faults, window_start),
-                )
-            window_end = time.monotonic()
-            with console.status("waiting for the group to catch up"):
-                outcome.drain_seconds = await _drain(watch, window_end, profile.drain_timeout)
-            outcome.pending_at_end = watch.pending
-            await scraper.scrape_once()
-        finally:
-            for task in background:
-                task.cancel()
-            await asyncio.gather(*background, return_exceptions=True)
-            outcome.ledger = list(injector.ledger)
-            outcome.stall = watch.tracker.longest
-            outcome.loads = list(watch.loads)
-            outcome.exits = list(workers.exits)
-            outcome.worker_totals = scraper.totals()
-            outcome.hang = scraper.longest_hang()
-            outcome.resends = source.resends
+        await _window(profile, console, workload, stage, workers, source, outcome)
         outcome.stopped = workers.stop()
         with console.status("reading back the database and the topics"):
-            outcome.findings = await verify(database.url(name), broker.url, topic, workload)
+            outcome.findings = await verify(
+                stage.database.url(stage.name), stage.broker.url, stage.topic, workload
+            )
+
+
+async def _set_stage(
+    options: Options, console: Console, workdir: Path, stack: AsyncExitStack
+) -> _Stage:
+    """Start the soak's database, Redis, broker and proxies; ``stack`` stops them again."""
+    tag = uuid.uuid4().hex[:8]
+    with console.status(f"starting the soak's own {options.backend} and Redis"):
+        database = server(options.backend, options.home)
+        await database.start()
+        stack.push_async_callback(database.stop)
+        name = f"chaos_{tag}"
+        await database.create_database(name)
+        if not options.keep:
+            stack.push_async_callback(database.drop_database, name)
+        await _prepare(database.url(name))
+        redis = ChaosRedis(options.home, workdir / "redis.log")
+        await redis.start()
+        stack.push_async_callback(redis.stop)
+    broker_proxy_port = free_port()
+    broker = LocalBroker(log_path=workdir / "broker.log", advertised_port=broker_proxy_port)
+    broker.start()
+    stack.callback(broker.stop)
+    broker_proxy = TcpProxy("127.0.0.1", broker.port, listen_port=broker_proxy_port).start()
+    stack.callback(broker_proxy.stop)
+    database_proxy = TcpProxy("127.0.0.1", database.port).start()
+    stack.callback(database_proxy.stop)
+    topic = f"chaos-orders-{tag}"
+    await ensure_topic(broker.bootstrap, topic, options.profile.partitions)
+    return _Stage(tag, database, name, redis, broker, broker_proxy, database_proxy, topic)
+
+
+async def _window(
+    profile: Profile,
+    console: Console,
+    workload: Workload,
+    stage: _Stage,
+    workers: WorkerPool,
+    source: Source,
+    outcome: Outcome,
+) -> None:
+    """Offer the load while the faults strike, then wait for the group to catch up."""
+    targets = Targets(
+        workers, stage.database, stage.database_proxy, stage.broker_proxy, stage.redis,
+        source.processes,
+    )  # fmt: skip
+    injector = Injector(targets, seed=profile.shape.seed, started=workers.clock)
+    faults = plan(profile, relays=source.processes is not None)
+    outcome.planned = dict(_count(faults))
+    watch = ProgressWatch(
+        stage.broker.bootstrap, f"chaos-{stage.tag}", stage.topic, profile.partitions,
+        source.ends, started=workers.clock,
+    )  # fmt: skip
+    scraper = Scraper(workers.web_ports, workers.incarnation, started=workers.clock)
+    background = [
+        asyncio.create_task(workers.supervise()),
+        asyncio.create_task(watch.run()),
+        asyncio.create_task(scraper.run()),
+    ]
+    try:
+        with console.status(
+            f"chaos window: {len(workload.records):,} records at {profile.rate:g}/s, "
+            f"{len(faults)} faults"
+        ):
+            window_start = injector.now()
+            await asyncio.gather(
+                source.feed(workload.records, profile.rate),
+                injector.run(faults, window_start),
+            )
+        window_end = time.monotonic()
+        with console.status("waiting for the group to catch up"):
+            outcome.drain_seconds = await _drain(watch, window_end, profile.drain_timeout)
+        outcome.pending_at_end = watch.pending
+        await scraper.scrape_once()
+    finally:
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        outcome.ledger = list(injector.ledger)
+        outcome.stall = watch.tracker.longest
+        outcome.loads = list(watch.loads)
+        outcome.exits = list(workers.exits)
+        outcome.worker_totals = scraper.totals()
+        outcome.hang = scraper.longest_hang()
+        outcome.resends = source.resends
 
 
 async def _prepare(url: str) -> None:
     """The framework's schema, the example consumers' tables and the tally's table."""
-    await upgrade_to_head(url)
+    await upgrade_to_head(url, ["handlers"])
     engine = create_engine(url, pool_size=1)
     try:
         await tally.create_table(engine)
@@ -205,27 +239,18 @@ async def _prepare(url: str) -> None:
         await engine.dispose()
 
 
-def _worker_env(
-    profile: Profile,
-    broker: LocalBroker,
-    database: ChaosDatabase,
-    name: str,
-    database_proxy: TcpProxy,
-    redis: ChaosRedis,
-    topic: str,
-    tag: str,
-) -> dict[str, str]:
+def _worker_env(profile: Profile, stage: _Stage) -> dict[str, str]:
     """Every worker's environment: all its connections but Redis's go through a proxy."""
     pythonpath = [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     return {
         "PYTHONPATH": os.pathsep.join(pythonpath),
         "PYTHONUNBUFFERED": "1",
-        "BROKER_URL": f"kafka://{broker.bootstrap}",
-        "DATABASE_URL": database.url(name, port=database_proxy.port),
-        "REDIS_URL": redis.url,
-        "ORDER_TOPIC": topic,
+        "BROKER_URL": stage.broker.url,
+        "DATABASE_URL": stage.database.url(stage.name, port=stage.database_proxy.port),
+        "REDIS_URL": stage.redis.url,
+        "ORDER_TOPIC": stage.topic,
         "ORDER_TOPIC_PARTITIONS": str(profile.partitions),
-        "APP_ID": f"chaos-{tag}",
+        "APP_ID": f"chaos-{stage.tag}",
         "HANDLER_MODULES": f"handlers,{tally.__name__}",
         "CONSUMERS": "",
         "RETRY_DELAYS": "1,5",  # a wrongly routed event reaches the DLT within the soak

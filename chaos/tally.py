@@ -12,15 +12,11 @@ is created by the soak (``create_table``), not by the framework's migrations.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import BigInteger, Column, MetaData, String, Table, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.context import HandlerContext
-from app.db.dialect import add_to_counter
+from app import Event, HandlerContext, add_to_counter, handler
 from app.db.tables import EVENT_ID
-from app.registry import handler
 
 CONSUMER = "chaos-tally"
 
@@ -37,7 +33,7 @@ chaos_tally = Table(
 @handler("OrderCreated", consumer=CONSUMER, batch=True)
 @handler("OrderPaid", consumer=CONSUMER, batch=True)
 @handler("OrderCancelled", consumer=CONSUMER, batch=True)
-async def count(events: list[Any], ctx: HandlerContext) -> None:
+async def count(events: list[Event], ctx: HandlerContext) -> None:
     """Add 1 to each event's row (one statement for the batch)."""
     rows = [{"event_id": event.event_id, "applied": 1} for event in events]
     await add_to_counter(ctx.session, chaos_tally, "event_id", "applied", rows)
