@@ -50,11 +50,13 @@ def print_table(console: Console, outcome: Outcome) -> None:
     findings = outcome.findings
     if findings is not None:
         topic = findings.topic
+        extra = topic.repeats - workload.duplicates
         table.add_row(
             "duplicates absorbed",
             _mark(findings.tally.ok)
-            + f" {topic.repeats:,} repeated records on the topic ({outcome.resends:,} of them "
-            "sent again by the producer after a failed send)" + _worker_duplicates(outcome),
+            + f" {topic.repeats:,} repeated records on the topic ({workload.duplicates:,} "
+            f"duplicate sends, {extra:,} more by the producer's retries)"
+            + _worker_duplicates(outcome),
         )
     stall = outcome.stall
     around = "; ".join(f"{f.kind.value} at t={f.at:.0f} s" for f in outcome.around_stall())
