@@ -128,6 +128,13 @@ def _add_findings(table: Table, outcome: Outcome) -> None:
         "failed_event besides poison",
         _mark(not others) + (f" {others}" if others else " none"),
     )
+    outbox = findings.outbox
+    table.add_row(
+        "outbox (the workers' DLT records)",
+        _mark(set(outbox) <= {"PUBLISHED"})
+        + " "
+        + (", ".join(f"{n:,} {status}" for status, n in sorted(outbox.items())) or "empty"),
+    )
     dead = findings.dead_letters
     line = f" {dead.once:,} of {dead.poison:,} poison records on the DLT exactly once"
     if dead.missing:
@@ -237,6 +244,7 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
             },
             "parked": findings.parked,
             "failed_event": findings.failures,
+            "outbox": findings.outbox,
             "dlt": {
                 "poison": findings.dead_letters.poison,
                 "once": findings.dead_letters.once,

@@ -42,7 +42,7 @@ from chaos.report import print_table, write_json
 from chaos.schedule import FaultKind, Planned, plan
 from chaos.scrape import Scraper
 from chaos.source import DirectProducer, Source
-from chaos.verify import verify
+from chaos.verify import unpublished, verify
 from chaos.watch import ProgressWatch
 from chaos.workers import WorkerPool
 from chaos.workload import Workload, generate
@@ -120,6 +120,16 @@ class _Stage:
     database_proxy: TcpProxy
     topic: str
 
+    @property
+    def bootstrap(self) -> str:
+        """The broker's address for every client: its proxy (the broker advertises it)."""
+        return f"127.0.0.1:{self.broker_proxy.port}"
+
+    @property
+    def broker_url(self) -> str:
+        """``BROKER_URL`` through the proxy."""
+        return f"kafka://{self.bootstrap}"
+
 
 async def _soak(
     options: Options, console: Console, workload: Workload, workdir: Path, outcome: Outcome
@@ -132,7 +142,7 @@ async def _soak(
         with console.status(f"starting {profile.workers} workers"):
             workers.start()
             await wait_until_assigned(workers, stage.topic, profile.partitions)
-        source: Source = DirectProducer(stage.broker.bootstrap, stage.topic)
+        source: Source = DirectProducer(stage.bootstrap, stage.topic)
         outcome.source = source.label
         await source.start()
         stack.push_async_callback(source.stop)
@@ -140,7 +150,7 @@ async def _soak(
         outcome.stopped = workers.stop()
         with console.status("reading back the database and the topics"):
             outcome.findings = await verify(
-                stage.database.url(stage.name), stage.broker.url, stage.topic, workload
+                stage.database.url(stage.name), stage.broker_url, stage.topic, workload
             )
 
 
@@ -170,8 +180,9 @@ async def _set_stage(
     database_proxy = TcpProxy("127.0.0.1", database.port).start()
     stack.callback(database_proxy.stop)
     topic = f"chaos-orders-{tag}"
-    await ensure_topic(broker.bootstrap, topic, options.profile.partitions)
-    return _Stage(tag, database, name, redis, broker, broker_proxy, database_proxy, topic)
+    stage = _Stage(tag, database, name, redis, broker, broker_proxy, database_proxy, topic)
+    await ensure_topic(stage.bootstrap, topic, options.profile.partitions)
+    return stage
 
 
 async def _window(
@@ -192,7 +203,7 @@ async def _window(
     faults = plan(profile, relays=source.processes is not None)
     outcome.planned = dict(_count(faults))
     watch = ProgressWatch(
-        stage.broker.bootstrap, f"chaos-{stage.tag}", stage.topic, profile.partitions,
+        stage.bootstrap, f"chaos-{stage.tag}", stage.topic, profile.partitions,
         source.ends, started=workers.clock,
     )  # fmt: skip
     scraper = Scraper(workers.web_ports, workers.incarnation, started=workers.clock)
@@ -212,8 +223,10 @@ async def _window(
                 injector.run(faults, window_start),
             )
         window_end = time.monotonic()
-        with console.status("waiting for the group to catch up"):
-            outcome.drain_seconds = await _drain(watch, window_end, profile.drain_timeout)
+        with console.status("waiting for the group to catch up, and the outbox to empty"):
+            outcome.drain_seconds = await _drain(
+                watch, stage.database.url(stage.name), window_end, profile.drain_timeout
+            )
         outcome.pending_at_end = watch.pending
         await scraper.scrape_once()
     finally:
@@ -245,7 +258,7 @@ def _worker_env(profile: Profile, stage: _Stage) -> dict[str, str]:
     return {
         "PYTHONPATH": os.pathsep.join(pythonpath),
         "PYTHONUNBUFFERED": "1",
-        "BROKER_URL": stage.broker.url,
+        "BROKER_URL": stage.broker_url,
         "DATABASE_URL": stage.database.url(stage.name, port=stage.database_proxy.port),
         "REDIS_URL": stage.redis.url,
         "ORDER_TOPIC": stage.topic,
@@ -256,15 +269,19 @@ def _worker_env(profile: Profile, stage: _Stage) -> dict[str, str]:
         "RETRY_DELAYS": "1,5",  # a wrongly routed event reaches the DLT within the soak
         "BROKER_SESSION_TIMEOUT_SECONDS": str(SESSION_TIMEOUT_SECONDS),
         "APP_WEB_STATS_ENABLED": "true",  # faust's /assignment/ page: who owns what
+        "RELAY_IDEMPOTENT": "false",  # Tansu 0.6 has no InitProducerId
     }
 
 
-async def _drain(watch: ProgressWatch, window_end: float, limit: float) -> float | None:
-    """Seconds until the group committed everything the source sent (None: not in time)."""
+async def _drain(
+    watch: ProgressWatch, database_url: str, window_end: float, limit: float
+) -> float | None:
+    """Seconds until the group committed everything the source sent and the workers'
+    relays published every outbox row they wrote (their DLT records); None: not in time."""
     deadline = window_end + limit
     while time.monotonic() < deadline:
-        if watch.drained_since(window_end):
-            return watch.sampled_at - window_end
+        if watch.drained_since(window_end) and not await unpublished(database_url):
+            return time.monotonic() - window_end
         await asyncio.sleep(DRAIN_POLL_SECONDS)
     return None
 

@@ -3,8 +3,9 @@
 Exact means: every balance, stock level, notification count and consumer's
 ``consumed_event`` count is what the good events mean; ``chaos-tally`` saw each
 good event take effect exactly once; ``parked_event`` is empty; the only
-``failed_event`` rows are the poison's; and every poison record is on the DLT
-exactly once, with nothing else there.
+``failed_event`` rows are the poison's; every ``outbox_event`` row (the workers' DLT
+records) is published; and every poison record is on the DLT exactly once, with
+nothing else there.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.engine import create_engine
-from app.db.tables import failed_event, parked_event
+from app.db.tables import failed_event, outbox_event, parked_event
 from app.demo.expected import CONSUMERS
 from app.demo.progress import read_state
 from app.demo.verdict import Verdict, compare
+from app.outbox.status import UNPUBLISHED, OutboxStatus
 from app.records import RawRecord
 from chaos import tally
 from chaos.checks import (
@@ -46,6 +49,7 @@ class Findings:
     tally: TallyCheck
     parked: int
     failures: dict[str, int]  # "consumer status reason" -> failed_event rows
+    outbox: dict[str, int]  # outbox_event rows by status
     dead_letters: DeadLetterCheck
     topic: TopicCount
 
@@ -62,6 +66,7 @@ class Findings:
             and self.tally.ok
             and self.parked == 0
             and not self.other_failures
+            and set(self.outbox) <= {OutboxStatus.PUBLISHED.value}
             and self.dead_letters.ok
         )
 
@@ -86,6 +91,7 @@ async def verify(database_url: str, broker_url: str, topic: str, workload: Workl
                     )
                 )
             ).all()
+        outbox = await _outbox_statuses(engine)
     finally:
         await engine.dispose()
     records = await read_topic(broker_url, topic)
@@ -104,9 +110,28 @@ async def verify(database_url: str, broker_url: str, topic: str, workload: Workl
         tally=check_tally(tallies, good),
         parked=parked,
         failures=dict(failures),
+        outbox=outbox,
         dead_letters=check_dead_letters(records, dead, poison),
         topic=count_topic(records, poison),
     )
+
+
+async def unpublished(database_url: str) -> int:
+    """``outbox_event`` rows not published yet (``PENDING`` or ``PROCESSING``)."""
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        statuses = await _outbox_statuses(engine)
+    finally:
+        await engine.dispose()
+    return sum(statuses.get(status.value, 0) for status in UNPUBLISHED)
+
+
+async def _outbox_statuses(engine: AsyncEngine) -> dict[str, int]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            select(outbox_event.c.status, func.count()).group_by(outbox_event.c.status)
+        )
+        return {str(status): int(count) for status, count in rows}
 
 
 async def _read_or_empty(broker_url: str, topic: str) -> list[RawRecord]:

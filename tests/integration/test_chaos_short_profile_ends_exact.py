@@ -7,9 +7,10 @@ the workers' database sessions terminated, their database connections blackholed
 and then abandoned (as a failover abandons them), the database crashed and
 restarted, Redis flushed and killed, the broker connections cut. Then the group
 catches up, and the soak exits 0 with every balance and stock level what the events
-mean, each event applied exactly once, nothing parked, every poison record on the
-DLT exactly once and nothing else there, no worker that exited on its own, and each
-exiting 0 on SIGTERM at the end.
+mean, each event applied exactly once, nothing parked, every outbox row (the
+workers' DLT records) published, every poison record on the DLT exactly once and
+nothing else there, no worker that exited on its own, and each exiting 0 on
+SIGTERM at the end.
 
 It runs the soak's own PostgreSQL cluster (port 5434), Redis (6380) and broker:
 the shared services are never restarted. Without the tools to run them the test
@@ -67,6 +68,7 @@ async def test_the_short_soak_ends_exact(tmp_path: Path) -> None:
     assert checks["tally"]["once"] == checks["tally"]["events"] == result["events"]["distinct"]
     assert checks["tally"]["repeated"] == checks["tally"]["missing"] == 0, report
     assert checks["parked"] == 0, report
+    assert set(checks["outbox"]) <= {"PUBLISHED"}, (checks["outbox"], report)
     assert checks["dlt"]["once"] == checks["dlt"]["poison"] == 50, (checks["dlt"], report)
     assert not checks["dlt"]["repeated"] and not checks["dlt"]["others"], (checks["dlt"], report)
     assert result["worker_exits"] == [], report
