@@ -2,6 +2,8 @@
 
 - every poison record on the order topic is on the DLT exactly once, and nothing
   else is (a DLT record names its original record in ``dlt-original-*`` headers);
+  a record there twice is told apart by the outbox: written twice (recorded again)
+  or written once and published twice (a relay that lost its lease after publishing);
 - every good event took effect exactly once (the ``chaos-tally`` counters);
 - how many records the topic holds, and how many of them repeat an event.
 """
@@ -28,6 +30,7 @@ class DeadLetterCheck:
     missing: list[str] = field(default_factory=list)  # positions never dead-lettered
     repeated: dict[str, int] = field(default_factory=dict)  # position -> copies on the DLT
     others: list[str] = field(default_factory=list)  # DLT records of good events: "pos (reason)"
+    written_twice: list[str] = field(default_factory=list)  # repeated: more than one outbox row
 
     @property
     def ok(self) -> bool:
@@ -36,9 +39,13 @@ class DeadLetterCheck:
 
 
 def check_dead_letters(
-    topic: Iterable[RawRecord], dlt: Iterable[RawRecord], poison: Collection[bytes]
+    topic: Iterable[RawRecord],
+    dlt: Iterable[RawRecord],
+    poison: Collection[bytes],
+    written: Mapping[str, int] | None = None,
 ) -> DeadLetterCheck:
-    """Match the DLT's records to the order topic's by original position."""
+    """Match the DLT's records to the order topic's by original position; ``written``
+    (position -> outbox rows written for it) tells why a record is there twice."""
     poison_at = {r.position: r for r in topic if r.value in poison}
     copies: Counter[str] = Counter()
     others = []
@@ -55,6 +62,11 @@ def check_dead_letters(
         missing=[position for position in poison_at if copies[position] == 0],
         repeated={position: n for position, n in copies.items() if n > 1},
         others=others,
+        written_twice=[
+            position
+            for position, n in copies.items()
+            if n > 1 and (written or {}).get(position, 0) > 1
+        ],
     )
 
 

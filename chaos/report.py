@@ -141,7 +141,13 @@ def _add_findings(table: Table, outcome: Outcome) -> None:
         line += f"; missing: {examples(dead.missing)}"
     if dead.repeated:
         extra = sum(dead.repeated.values()) - len(dead.repeated)
-        line += f"; {len(dead.repeated):,} repeated ({extra:,} extra copies)"
+        twice = len(dead.written_twice)
+        relayed = len(dead.repeated) - twice
+        line += (
+            f"; {len(dead.repeated):,} repeated ({extra:,} extra copies: {twice:,} written to"
+            f" the outbox twice, {relayed:,} written once and published again by a relay that"
+            " lost its lease)"
+        )
     line += f"; other records on the DLT: {len(dead.others):,}"
     if dead.others:
         line += f" ({examples(dead.others)})"
@@ -251,6 +257,7 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
                 "missing": findings.dead_letters.missing,
                 "repeated": findings.dead_letters.repeated,
                 "others": findings.dead_letters.others,
+                "written_twice": findings.dead_letters.written_twice,
             },
             "topic": {
                 "records": findings.topic.records,

@@ -92,6 +92,7 @@ async def verify(database_url: str, broker_url: str, topic: str, workload: Workl
                 )
             ).all()
         outbox = await _outbox_statuses(engine)
+        written = await _dead_letters_written(engine, dlt_topic(topic))
     finally:
         await engine.dispose()
     records = await read_topic(broker_url, topic)
@@ -111,7 +112,7 @@ async def verify(database_url: str, broker_url: str, topic: str, workload: Workl
         parked=parked,
         failures=dict(failures),
         outbox=outbox,
-        dead_letters=check_dead_letters(records, dead, poison),
+        dead_letters=check_dead_letters(records, dead, poison, written),
         topic=count_topic(records, poison),
     )
 
@@ -132,6 +133,13 @@ async def _outbox_statuses(engine: AsyncEngine) -> dict[str, int]:
             select(outbox_event.c.status, func.count()).group_by(outbox_event.c.status)
         )
         return {str(status): int(count) for status, count in rows}
+
+
+async def _dead_letters_written(engine: AsyncEngine, dlt: str) -> Counter[str]:
+    """Original position -> outbox rows the workers wrote for it to ``dlt``."""
+    async with engine.connect() as conn:
+        rows = await conn.execute(select(outbox_event.c.payload).where(outbox_event.c.topic == dlt))
+        return Counter(str(json.loads(payload).get("original")) for (payload,) in rows)
 
 
 async def _read_or_empty(broker_url: str, topic: str) -> list[RawRecord]:

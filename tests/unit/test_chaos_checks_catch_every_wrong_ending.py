@@ -3,10 +3,12 @@
 Contract of ``chaos.checks``: a poison record on the order topic must be on the
 DLT exactly once (found by the DLT record's ``dlt-original-*`` headers); a poison
 record missing there, dead-lettered twice, or a good record there, fails the
-check. Every good event must have taken effect exactly once: an event applied
-twice, never, or an effect of an unknown event fails the tally. The topic's count
-tells distinct events from repeats. And the longest stall is the longest stretch
-in which work was pending and no committed offset moved.
+check; a record there twice is told apart by the outbox rows written for it (two:
+recorded again; one: published again by a relay). Every good event must have
+taken effect exactly once: an event applied twice, never, or an effect of an
+unknown event fails the tally. The topic's count tells distinct events from
+repeats. And the longest stall is the longest stretch in which work was pending
+and no committed offset moved.
 """
 
 from __future__ import annotations
@@ -52,12 +54,15 @@ def test_each_poison_once_and_nothing_else_passes() -> None:
     assert (check.poison, check.once) == (2, 2)
 
 
-def test_a_poison_record_twice_on_the_dlt_fails() -> None:
-    dlt = [dead_letter(r) for r in [*POISON_RECORDS, POISON_RECORDS[0]]]
-    check = check_dead_letters(TOPIC_RECORDS, dlt, set(POISON))
+def test_a_poison_record_twice_on_the_dlt_fails_and_the_outbox_says_why() -> None:
+    dlt = [dead_letter(r) for r in [*POISON_RECORDS, *POISON_RECORDS]]
+    # Position 3 was written to the outbox twice (recorded again); 4 once (a relay's copy).
+    written = {"orders[0]@3": 2, "orders[0]@4": 1}
+    check = check_dead_letters(TOPIC_RECORDS, dlt, set(POISON), written)
     assert not check.ok
-    assert check.repeated == {"orders[0]@3": 2}
-    assert check.once == 1
+    assert check.repeated == {"orders[0]@3": 2, "orders[0]@4": 2}
+    assert check.once == 0
+    assert check.written_twice == ["orders[0]@3"]
 
 
 def test_a_poison_record_missing_from_the_dlt_fails() -> None:
