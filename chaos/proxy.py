@@ -17,6 +17,11 @@ The faults, as a peer sees them:
   have retransmitted it), unless the peer gave up first.
 - ``cut``: every open connection is closed with a FIN on both sides; new ones work.
 - ``reset``: every open connection is aborted with an RST on both sides.
+- ``abandon``: every open connection is forgotten as a failover forgets it: the
+  service's side is reset (the server frees the session and its locks), the
+  client's side never hears anything again, no byte, no FIN, no RST. New
+  connections work. After ``blackhole``, this is an outage the old connections
+  do not survive.
 - ``refuse``: the listening socket closes, so connecting is refused, until ``heal``
   listens again on the same port.
 """
@@ -66,17 +71,20 @@ class _Link:
         for task in self.tasks:
             task.cancel()
         for writer in self.writers():
-            sock = writer.get_extra_info("socket")
-            if rst and sock is not None:
-                # Linger on, timeout 0: close() sends an RST instead of a FIN.
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(
-                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-                    )
-            if rst:
-                writer.transport.abort()
-            else:
-                writer.close()
+            _close(writer, rst=rst)
+
+
+def _close(writer: asyncio.StreamWriter, *, rst: bool) -> None:
+    """Close one socket with a FIN, or with an RST."""
+    sock = writer.get_extra_info("socket")
+    if rst and sock is not None:
+        # Linger on, timeout 0: close() sends an RST instead of a FIN.
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    if rst:
+        writer.transport.abort()
+    else:
+        writer.close()
 
 
 class TcpProxy:
@@ -98,6 +106,7 @@ class TcpProxy:
         self._server: asyncio.Server | None = None
         self._flowing: asyncio.Event | None = None
         self._links: set[_Link] = set()
+        self._abandoned: list[asyncio.StreamWriter] = []  # clients' sockets left hanging
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -151,6 +160,10 @@ class TcpProxy:
         """Abort every open connection with an RST on both sides."""
         self._call(self._close_links(rst=True))
 
+    def abandon(self) -> None:
+        """Forget every open connection: an RST to the service, nothing ever to the client."""
+        self._call(self._abandon())
+
     def refuse(self) -> None:
         """Stop listening: new connections are refused (open ones are left as they are)."""
         self._call(self._stop_listening())
@@ -163,6 +176,11 @@ class TcpProxy:
     def open_connections(self) -> int:
         """How many proxied connections are open now."""
         return len(self._links)
+
+    def service_ports(self) -> set[int]:
+        """The local ports of the proxy's open connections to the service: how the service
+        sees these clients (e.g. ``pg_stat_activity.client_port``)."""
+        return self._call(self._service_ports())
 
     # -- inside the proxy's loop -----------------------------------------------------------
 
@@ -204,9 +222,28 @@ class TcpProxy:
         for link in links:
             link.close(rst=rst)
 
+    async def _abandon(self) -> None:
+        links, self._links = self._links, set()
+        for link in links:
+            for task in link.tasks:
+                task.cancel()
+            _close(link.service[1], rst=True)
+            self._abandoned.append(link.client[1])  # open, never read or written again
+
+    async def _service_ports(self) -> set[int]:
+        ports = set()
+        for link in self._links:
+            sockname = link.service[1].get_extra_info("sockname")
+            if sockname:
+                ports.add(int(sockname[1]))
+        return ports
+
     async def _shutdown(self) -> None:
         await self._stop_listening()
         await self._close_links(rst=False)
+        for writer in self._abandoned:
+            writer.close()
+        self._abandoned.clear()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

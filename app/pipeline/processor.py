@@ -44,19 +44,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import metrics
 from app.context import HandlerContext
-from app.db.dialect import insert_rows, upsert
+from app.db.dialect import insert_rows
 from app.db.tables import failed_event, outbox_event
 from app.pipeline.apply import HandlerFailed, Mode
+from app.pipeline.classify import is_unique_violation
 from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import Decoded, Poison, decode_batch, read_batch, validate_batch
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.pause import Backoff, OnPause, Streak, retry_in_place
-from app.pipeline.route import FailureRouter
-from app.pipeline.store import FAILURE_UPDATE_COLUMNS, VersionConflict, now
+from app.pipeline.route import FailureRouter, Routed
+from app.pipeline.store import VersionConflict, failure_key, now, recorded_failures
 from app.pipeline.together import all_or_none, to_the_end
 from app.prefilter.stage import Known, Lookup, ask, remember_applied, skip_known
 from app.records import RawRecord
@@ -210,16 +212,36 @@ class BatchProcessor:
     async def _dead_letter_poison(self, poison: list[Poison]) -> list[Outcome]:
         routed = [self.router.poison(p) for p in poison]
 
-        async def remember() -> None:
+        async def remember() -> list[Routed]:
             async with self.sessions() as session, session.begin():
-                await upsert(session, failed_event, [r.row for r in routed], FAILURE_UPDATE_COLUMNS)
+                # A record recorded before (read again after a crash, before its offset was
+                # committed) has its DLT record in the outbox already: written with its row.
+                recorded = await recorded_failures(session, [r.row for r in routed])
+                fresh = [r for r in routed if failure_key(r.row) not in recorded]
+                try:
+                    await insert_rows(session, failed_event, [r.row for r in fresh])
+                except IntegrityError as exc:
+                    if not is_unique_violation(exc):
+                        raise
+                    raise VersionConflict("poison recorded meanwhile") from exc
                 stamp = now()
-                await insert_rows(session, outbox_event, [r.outbox_row(stamp) for r in routed])
+                await insert_rows(session, outbox_event, [r.outbox_row(stamp) for r in fresh])
+                return fresh
 
-        await self._until_done("recording poison", remember)
-        self._outbox_written()
-        for p in poison:
-            log.warning("poison record %s (%s): %s", p.record.position, p.error.reason, p.error)
+        while True:
+            try:
+                fresh = await self._until_done("recording poison", remember)
+                break
+            except VersionConflict:
+                continue  # another worker recorded some of them: read again what it did
+        if fresh:
+            self._outbox_written()
+        dead = {id(r) for r in fresh}
+        for p, r in zip(poison, routed, strict=True):
+            if id(r) in dead:
+                log.warning("poison record %s (%s): %s", p.record.position, p.error.reason, p.error)
+            else:
+                log.info("poison record %s was dead-lettered before", p.record.position)
         return [
             Outcome(Kind.POISON, "", p.envelope.event_id if p.envelope else None, None, r.detail)
             for p, r in zip(poison, routed, strict=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, delete, select, union_all
+from sqlalchemy import ColumnElement, Table, and_, delete, or_, select, union_all
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -74,6 +74,35 @@ def _by_type(aggregates: Iterable[Aggregate], size: int) -> Iterable[tuple[str, 
     for agg_type in sorted(by_type):
         for chunk in in_lists(by_type[agg_type], size):
             yield agg_type, chunk
+
+
+FAILURE_KEY = ("consumer_group", "topic", "partition", "offset")
+KEYS_PER_LOOKUP = 200
+"""``failed_event``'s key: the consumer and the record's original position."""
+
+
+def failure_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """The ``FAILURE_KEY`` of a ``failed_event`` row."""
+    return tuple(row[name] for name in FAILURE_KEY)
+
+
+async def recorded_failures(
+    session: AsyncSession, rows: Sequence[dict[str, Any]]
+) -> set[tuple[Any, ...]]:
+    """The keys of ``rows`` that ``failed_event`` holds already."""
+    if not rows:
+        return set()
+    wanted = sorted({failure_key(row) for row in rows})
+    columns = [failed_event.c[name] for name in FAILURE_KEY]
+    found: set[tuple[Any, ...]] = set()
+    # Key lookups (the primary key), a few at a time: each key is four parameters.
+    for start in range(0, len(wanted), KEYS_PER_LOOKUP):
+        chunk = wanted[start : start + KEYS_PER_LOOKUP]
+        matches = or_(
+            *(and_(*(c == v for c, v in zip(columns, key, strict=True))) for key in chunk)
+        )
+        found.update(tuple(row) for row in await session.execute(select(*columns).where(matches)))
+    return found
 
 
 class VersionConflict(Exception):

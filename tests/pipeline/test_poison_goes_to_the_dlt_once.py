@@ -7,9 +7,12 @@ outcome for consumer ``""``, exactly one record on the DLT (the original key,
 value and headers; ``dlt-reason`` the reason of its ``PoisonError``, no
 ``dlt-consumer-group``: it is nobody's event) and exactly one ``failed_event``
 row with ``consumer_group = ''``, status ``dead``, that reason and the record
-exactly as it arrived, however many consumers there are. Redelivered, it is
-published again and upserts the same row (still one). It goes through no
-retry tier. No handler sees it, and the good events around it apply.
+exactly as it arrived, however many consumers there are. Redelivered (its
+worker was killed before the offset was committed), it is neither recorded nor
+dead-lettered again: its ``failed_event`` row, written in the transaction that put
+its DLT record in the outbox, says that record is on its way, and the row is left
+as it is. It goes through no retry tier. No handler sees it, and the good events
+around it apply.
 """
 
 from __future__ import annotations
@@ -141,7 +144,7 @@ async def test_poison_goes_to_the_dlt_once_for_nobody_and_the_good_events_apply(
     assert headers_from_json(row["record_headers"]) == poison.headers
 
 
-async def test_redelivered_poison_upserts_the_same_row(
+async def test_redelivered_poison_is_dead_lettered_once(
     make_processor: MakeProcessor,
     registry: Registry,
     records: Records,
@@ -151,18 +154,34 @@ async def test_redelivered_poison_upserts_the_same_row(
     register_two_consumers(registry, [])
     batch = [records.raw(b"\xff\xfe garbage"), records.event("e1")]
     await make_processor().process(batch)
-    assert [r.topic for r in await outbox.records()] == [DLT]
+    [first] = await outbox.records()
+    [row] = await db.failed()
 
     outcomes = await make_processor().process(batch)
 
     assert [o.kind for o in outcomes] == [Kind.POISON, Kind.DUPLICATE, Kind.DUPLICATE]
-    assert [(r["consumer_group"], r["reason"], r["status"]) for r in await db.failed()] == [
-        ("", "undecodable", "dead")
-    ]
-    # Published once per delivery, always for nobody, always the same bytes.
-    records = await outbox.records()
-    assert [r.topic for r in records] == [DLT, DLT]
-    assert records[0] == records[1]
+    assert await db.failed() == [row]  # one row, as it was
+    assert await outbox.records() == [first]  # one DLT record, not one per delivery
+    assert first.topic == DLT
+
+
+async def test_only_the_poison_not_recorded_before_is_dead_lettered(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    outbox: Outbox,
+) -> None:
+    register_two_consumers(registry, [])
+    old = records.raw(b"old garbage")
+    await make_processor().process([old])
+    new = records.raw(b"new garbage")
+
+    await make_processor().process([old, new])
+
+    dead = await outbox.records()
+    assert [r.value for r in dead] == [b"old garbage", b"new garbage"]
+    assert [r["offset"] for r in await db.failed()] == [old.offset, new.offset]
 
 
 async def test_a_batch_of_nothing_but_poison_runs_no_consumer(

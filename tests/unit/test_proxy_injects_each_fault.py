@@ -7,7 +7,9 @@ from __future__ import annotations
 import socket
 import socketserver
 import threading
+import time
 from collections.abc import Iterator
+from typing import ClassVar
 
 import pytest
 
@@ -15,12 +17,16 @@ from chaos.proxy import TcpProxy
 
 
 class _Echo(socketserver.BaseRequestHandler):
+    ended: ClassVar[list[str]] = []  # how each connection ended, as the service saw it
+
     def handle(self) -> None:
         try:
             while data := self.request.recv(4096):
                 self.request.sendall(data)
         except ConnectionResetError:
-            pass  # the reset test's doing
+            self.ended.append("rst")  # the reset and abandon tests' doing
+        else:
+            self.ended.append("fin")
 
 
 @pytest.fixture
@@ -89,3 +95,43 @@ def test_refuse_until_healed_on_the_same_port(proxy: TcpProxy) -> None:
     with _connect(proxy) as sock:
         sock.sendall(b"z")
         assert sock.recv(1) == b"z"
+
+
+def test_service_ports_are_how_the_service_sees_the_clients(proxy: TcpProxy) -> None:
+    with _connect(proxy) as one, _connect(proxy) as two:
+        for sock in (one, two):
+            sock.sendall(b"p")
+            assert sock.recv(1) == b"p"
+        # The echo server's peers are the proxy's upstream sockets: two of them, distinct
+        # from the clients' own ports.
+        ports = proxy.service_ports()
+        assert len(ports) == 2
+        assert ports.isdisjoint({one.getsockname()[1], two.getsockname()[1]})
+    proxy.cut()
+    assert proxy.service_ports() == set()
+
+
+def test_abandon_leaves_the_client_hanging_and_resets_the_service(proxy: TcpProxy) -> None:
+    with _connect(proxy) as sock:
+        sock.sendall(b"a")
+        assert sock.recv(1) == b"a"
+        proxy.blackhole()
+        sock.sendall(b"lost")
+        _Echo.ended.clear()
+        proxy.abandon()
+        proxy.heal()
+        assert proxy.open_connections == 0 and proxy.service_ports() == set()
+        for _ in range(50):
+            if _Echo.ended:
+                break
+            time.sleep(0.01)
+        assert _Echo.ended == ["rst"]  # the service freed the session at once
+        sock.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            sock.recv(4)  # nothing: no answer, no FIN (b""), no RST (ConnectionResetError)
+        sock.sendall(b"more")  # the socket still takes bytes: nobody says it is dead
+        with pytest.raises(TimeoutError):
+            sock.recv(4)
+    with _connect(proxy) as again:  # new connections work
+        again.sendall(b"b")
+        assert again.recv(1) == b"b"

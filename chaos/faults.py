@@ -1,0 +1,158 @@
+"""Inject the planned faults at their time, and keep a ledger of what was done.
+
+Each fault runs as a task of its own, so a 30 s blackhole does not hold up the
+kills planned meanwhile. A fault that lasts (blackhole, crash, Redis down) is
+undone in a ``finally``: an interrupted soak still leaves its services up for
+the clean-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from chaos.database import ChaosDatabase
+from chaos.proxy import TcpProxy
+from chaos.redis import ChaosRedis
+from chaos.schedule import FaultKind, Planned
+from chaos.workers import WorkerPool
+
+
+@dataclass(frozen=True)
+class Injected:
+    """A fault as it happened: when (seconds since the soak's start), how long, what it hit."""
+
+    kind: FaultKind
+    at: float
+    seconds: float
+    detail: str
+    failed: str | None = None  # the injection itself went wrong (the soak's own problem)
+
+
+@dataclass
+class Targets:
+    """What the faults strike."""
+
+    workers: WorkerPool
+    database: ChaosDatabase
+    database_proxy: TcpProxy
+    broker_proxy: TcpProxy
+    redis: ChaosRedis
+    relays: WorkerPool | None = None
+
+
+@dataclass
+class Injector:
+    """Strikes ``Targets`` on a plan; ``ledger`` lists every fault once it is over."""
+
+    targets: Targets
+    seed: int
+    started: float = field(default_factory=time.monotonic)  # the soak's t=0
+    ledger: list[Injected] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+        self._strikes: dict[FaultKind, Callable[[Planned], Awaitable[str]]] = {
+            FaultKind.WORKER_KILL: self._kill_worker,
+            FaultKind.RELAY_KILL: self._kill_relay,
+            FaultKind.SESSIONS_TERMINATED: self._terminate_sessions,
+            FaultKind.DATABASE_BLACKHOLE: self._blackhole_database,
+            FaultKind.DATABASE_CRASH: self._crash_database,
+            FaultKind.REDIS_FLUSH: self._flush_redis,
+            FaultKind.REDIS_KILL: self._kill_redis,
+            FaultKind.BROKER_CUT: self._cut_broker,
+        }
+
+    def now(self) -> float:
+        """Seconds since the soak's start."""
+        return time.monotonic() - self.started
+
+    async def run(self, faults: list[Planned], window_start: float) -> None:
+        """Strike each of ``faults`` at ``window_start + at``; return once all are over."""
+        strikes: list[asyncio.Task[None]] = []
+        try:
+            for planned in faults:
+                delay = window_start + planned.at - self.now()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                strikes.append(asyncio.create_task(self._strike(planned)))
+            await asyncio.gather(*strikes)
+        finally:
+            for task in strikes:
+                task.cancel()
+            await asyncio.gather(*strikes, return_exceptions=True)
+
+    async def _strike(self, planned: Planned) -> None:
+        at = self.now()
+        try:
+            detail = await self._strikes[planned.kind](planned)
+        except Exception as exc:
+            self.ledger.append(Injected(planned.kind, at, self.now() - at, "", repr(exc)))
+        else:
+            self.ledger.append(Injected(planned.kind, at, self.now() - at, detail))
+
+    async def _kill_worker(self, _: Planned) -> str:
+        return self._kill_one(self.targets.workers)
+
+    async def _kill_relay(self, _: Planned) -> str:
+        if self.targets.relays is None:
+            return "no relays"
+        return self._kill_one(self.targets.relays)
+
+    def _kill_one(self, pool: WorkerPool) -> str:
+        live = pool.live()
+        if not live:
+            return "none running"
+        return pool.kill(self._rng.choice(live))
+
+    async def _terminate_sessions(self, _: Planned) -> str:
+        ports = await asyncio.to_thread(self.targets.database_proxy.service_ports)
+        ended = await self.targets.database.terminate(ports)
+        return f"{ended} of {len(ports)} sessions"
+
+    async def _blackhole_database(self, planned: Planned) -> str:
+        # The outage a failover or an expired NAT entry makes: nothing gets through for a
+        # while, and the connections open then never come back (the server forgot them,
+        # the workers are told nothing); connections made afterwards work.
+        proxy = self.targets.database_proxy
+
+        async def abandon_and_heal() -> None:
+            await asyncio.to_thread(proxy.abandon)
+            await asyncio.to_thread(proxy.heal)
+
+        held = proxy.open_connections
+        await _outage(lambda: asyncio.to_thread(proxy.blackhole), abandon_and_heal, planned)
+        return f"{held} connections silent, then abandoned: no FIN, no RST to the workers"
+
+    async def _crash_database(self, planned: Planned) -> str:
+        database = self.targets.database
+        await _outage(database.crash, database.start_again, planned)
+        return f"{database.backend} down {planned.seconds:g} s"
+
+    async def _flush_redis(self, _: Planned) -> str:
+        return f"{await self.targets.redis.flush():,} keys forgotten"
+
+    async def _kill_redis(self, planned: Planned) -> str:
+        redis = self.targets.redis
+        await _outage(redis.kill, redis.start, planned)
+        return f"down {planned.seconds:g} s, back empty"
+
+    async def _cut_broker(self, _: Planned) -> str:
+        proxy = self.targets.broker_proxy
+        count = proxy.open_connections
+        await asyncio.to_thread(proxy.cut)
+        return f"{count} connections closed with a FIN"
+
+
+async def _outage(
+    down: Callable[[], Awaitable[object]], up: Callable[[], Awaitable[object]], planned: Planned
+) -> None:
+    """``down``, ``planned.seconds`` of outage, then ``up`` (also when interrupted)."""
+    await down()
+    try:
+        await asyncio.sleep(planned.seconds)
+    finally:
+        await up()

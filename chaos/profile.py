@@ -1,0 +1,66 @@
+"""The soak's two profiles: ``full`` (the documented run) and ``short`` (CI, about 2 minutes).
+
+A profile says how much load is offered for how long, how many workers take it,
+and how hard and how often each fault strikes. Faults strike only while the load
+is offered (the chaos window); afterwards the soak waits for the group to drain
+and checks the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from chaos.workload import Shape
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One soak: its workload, pace, group size and fault intensities."""
+
+    name: str
+    shape: Shape
+    rate: float  # records offered per second
+    workers: int = 3
+    partitions: int = 8
+    kill_every: float = 15.0  # a random worker SIGKILLed this often (and restarted)
+    terminations: int = 3  # times the workers' database sessions are terminated
+    blackhole_seconds: float = 30.0  # the database connection blackholed once, this long
+    database_down_seconds: float = 5.0  # the database crashed once, restarted after this
+    redis_down_seconds: float = 10.0  # Redis killed once, restarted after this
+    broker_cuts: int = 2  # times every broker connection is cut
+    drain_timeout: float = 300.0  # after the window: how long the group may take to catch up
+    relay_kill_every: float = 20.0  # producer-side processes (relays), when the source has them
+
+    @property
+    def window(self) -> float:
+        """Seconds the load is offered (and faults strike)."""
+        return self.shape.events / self.rate
+
+
+FULL = Profile(name="full", shape=Shape(), rate=400.0)
+
+SHORT = Profile(
+    name="short",
+    shape=Shape(events=10_000, aggregates=100, seed=23),
+    rate=125.0,  # an 80 s window
+    terminations=2,
+    blackhole_seconds=10.0,
+    database_down_seconds=3.0,
+    redis_down_seconds=5.0,
+    broker_cuts=1,
+    drain_timeout=120.0,
+)
+
+PROFILES = {profile.name: profile for profile in (FULL, SHORT)}
+
+
+def with_overrides(
+    profile: Profile, *, events: int | None, rate: float | None, seed: int | None
+) -> Profile:
+    """``profile`` with a different size, pace or seed (the faults scale with the window)."""
+    shape = profile.shape
+    if events is not None:
+        shape = replace(shape, events=events)
+    if seed is not None:
+        shape = replace(shape, seed=seed)
+    return replace(profile, shape=shape, rate=rate or profile.rate)
