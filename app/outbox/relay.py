@@ -74,7 +74,7 @@ class RelayConfig:
 
     batch_size: int = 1_000
     max_attempts: int = 10
-    lease_seconds: float = 30.0
+    lease_seconds: float = 60.0
     poll_interval: float = 0.05
     idle_poll_max: float = 1.0
     attempt_backoff: Backoff = field(default_factory=lambda: Backoff(1.0, 300.0))

@@ -47,6 +47,23 @@ def relay_config(settings: Settings) -> RelayConfig:
     )
 
 
+def short_lease(settings: Settings) -> str | None:
+    """Why ``RELAY_LEASE_SECONDS`` is too short to outlast a silent connection, or None.
+
+    A relay whose connection goes silent after it published learns it only at its
+    response deadline, then reconnects; a lease that expires first lets another relay
+    claim the rows and publish them again."""
+    outlasts = settings.db_response_timeout_seconds + settings.db_connect_timeout_seconds
+    if settings.relay_lease_seconds > outlasts:
+        return None
+    return (
+        f"RELAY_LEASE_SECONDS ({settings.relay_lease_seconds:g}) is not longer than "
+        f"DB_RESPONSE_TIMEOUT_SECONDS plus DB_CONNECT_TIMEOUT_SECONDS ({outlasts:g}): a relay "
+        "whose database connection goes silent after it published loses its rows to another "
+        "relay, which publishes them again"
+    )
+
+
 @dataclass
 class RelayRunner:
     """A relay over ``DATABASE_URL`` publishing to ``BROKER_URL``, with its sampler."""
@@ -85,6 +102,9 @@ class RelayRunner:
             self.settings.relay_batch_size,
             self.settings.relay_lease_seconds,
         )
+        warning = short_lease(self.settings)
+        if warning:
+            log.warning("%s", warning)
 
     def wake(self) -> None:
         """Rows were just committed: claim now."""
