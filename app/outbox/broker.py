@@ -29,6 +29,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from app.outbox.message import BadRow, Message
+from app.outbox.partitioner import RememberingPartitioner
 from dlq.broker import bootstrap_servers
 
 START_TIMEOUT_SECONDS = 15.0
@@ -74,6 +75,7 @@ class KafkaBroker:
             enable_idempotence=idempotent,
             linger_ms=2,
             max_batch_size=256 * 1024,
+            partitioner=RememberingPartitioner(),
             request_timeout_ms=int(request_timeout_seconds * 1000),
         )
         self._started = False
