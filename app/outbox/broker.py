@@ -23,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
@@ -30,6 +32,7 @@ from aiokafka.errors import KafkaError
 
 from app.outbox.message import BadRow, Message
 from app.outbox.partitioner import RememberingPartitioner
+from app.outbox.recovered import already_sent
 from dlq.broker import bootstrap_servers
 
 START_TIMEOUT_SECONDS = 15.0
@@ -68,6 +71,7 @@ class KafkaBroker:
     ) -> None:
         self.broker_url = broker_url
         self.idempotent = idempotent
+        self._partitioner = RememberingPartitioner()
         self._producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap_servers(broker_url),
             client_id=client_id,
@@ -75,7 +79,7 @@ class KafkaBroker:
             enable_idempotence=idempotent,
             linger_ms=2,
             max_batch_size=256 * 1024,
-            partitioner=RememberingPartitioner(),
+            partitioner=self._partitioner,
             request_timeout_ms=int(request_timeout_seconds * 1000),
         )
         self._started = False
@@ -121,6 +125,19 @@ class KafkaBroker:
             self._topics = set(metadata.topics())
             self._topics_at = time.monotonic()
         return topics - self._topics
+
+    async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
+        """Of ``wanted`` (row id -> record, row's ``created_at``), the rows whose record is on
+        its topic already (``app.outbox.recovered``)."""
+        return await already_sent(
+            bootstrap_servers(self.broker_url), wanted, self._partitions_of
+        )
+
+    def _partitions_of(self, message: Message) -> Sequence[int]:
+        partitions = sorted(self._producer.client.cluster.partitions_for_topic(message.topic) or ())
+        if message.key is None or not partitions:
+            return partitions  # a record without a key went to any partition
+        return [self._partitioner(message.key, partitions, partitions)]
 
     async def send(self, message: Message) -> asyncio.Future[Any]:
         """Queue ``message``; the future completes when the broker acknowledged it."""

@@ -184,6 +184,8 @@ async def claim(
     )
     claimed = [rows[row_id] for row_id in kept]
     for row in claimed:
+        # Taken over from a lease that expired: a dead relay may have sent it already.
+        row["recovered"] = row["status"] == OutboxStatus.PROCESSING.value
         row["status"] = OutboxStatus.PROCESSING.value
     return claimed
 

@@ -17,7 +17,9 @@ The broker or the database being unreachable is nobody's attempt: the relay
 waits and tries again in place, keeping its lease alive (renewed every third of
 the lease) so that no other relay takes the rows while it waits. A relay that
 dies holding a lease loses it when the lease expires; the rows are then claimed
-again and published again if they had been (at least once; consumers dedup).
+again, and a row whose record the broker already took from the dead relay is found
+on the topic and marked published without a second copy (``app.outbox.recovered``;
+beyond its search window, sent again: at least once, consumers dedup).
 
 Between cycles the relay sleeps ``poll_interval`` unless the last claim was full
 (longer while it keeps finding nothing), or ``wake()`` is called (the worker does
@@ -65,6 +67,11 @@ class Broker(Protocol):
 
     async def send(self, message: Message) -> asyncio.Future[Any]:
         """Queue ``message``; the future completes on the broker's acknowledgement."""
+        ...
+
+    async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
+        """Of ``wanted`` (row id -> record, row's ``created_at``), the rows whose record is on
+        its topic already (rows a dead relay held: ``app.outbox.recovered``)."""
         ...
 
 
@@ -246,6 +253,7 @@ class Relay:
             if message.topic in missing:
                 cycle.fail(row, f"topic {message.topic!r} does not exist on the broker")
                 del pending[row_id]
+        await self._leave_out_sent(pending, cycle)
         attempt = 0
         while pending:
             trouble = await self._send_all(pending, cycle)
@@ -253,6 +261,32 @@ class Relay:
                 return
             attempt += 1
             await self._pause(f"publishing {len(pending)} outbox row(s)", trouble, attempt)
+
+    async def _leave_out_sent(
+        self, pending: dict[int, tuple[dict[str, Any], Message]], cycle: _Cycle
+    ) -> None:
+        """Rows taken over from a dead relay's lease whose record is on the topic already are
+        published: marked so, not sent a second time."""
+        wanted = {
+            row_id: (message, aware(row["created_at"]))
+            for row_id, (row, message) in pending.items()
+            if row.get("recovered")
+        }
+        if not wanted:
+            return
+        found = await self._broker_call(
+            "looking for records a dead relay may have sent",
+            lambda: self.broker.already_sent(wanted),
+        )
+        for row_id in found:
+            cycle.published.append(pending.pop(row_id)[0])
+        log.info(
+            "%d row(s) taken over from an expired lease: %d already on the topic (not sent "
+            "again), %d to send",
+            len(wanted),
+            len(found),
+            len(wanted) - len(found),
+        )
 
     async def _send_all(
         self, pending: dict[int, tuple[dict[str, Any], Message]], cycle: _Cycle

@@ -3,17 +3,20 @@ only a row's own failures as attempts.
 
 Contract (``app.outbox.relay`` over SQLite and a fake broker): row ``k + 1`` of an
 aggregate is sent only after row ``k`` was acknowledged, while different aggregates
-travel in the same wave; a row the broker refuses counts one attempt (``PENDING``
-with ``next_retry_at`` and ``last_error``; ``DEAD`` at the last attempt) and the later
-rows of its aggregate go back to ``PENDING`` unsent, while other aggregates publish;
-a broker that cannot be reached is retried in place and counts nothing. The producer
-is idempotent with ``acks=all`` unless told otherwise.
+travel in the same wave; rows taken over from a dead relay's expired lease are looked
+for on the topic first, and those found there are marked published without being sent
+again (rows claimed fresh are never looked for); a row the broker refuses counts one
+attempt (``PENDING`` with ``next_retry_at`` and ``last_error``; ``DEAD`` at the last
+attempt) and the later rows of its aggregate go back to ``PENDING`` unsent, while
+other aggregates publish; a broker that cannot be reached is retried in place and
+counts nothing. The producer is idempotent with ``acks=all`` unless told otherwise.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,17 @@ class FakeBroker:
         self.down = down
         self.sent: list[str] = []
         self.tries = 0
+        self.on_topic: set[str] = set()  # eventIds a dead relay got onto the topic
+        self.asked: list[str] = []  # eventIds looked for on the topic
+
+    async def already_sent(self, wanted: dict[int, tuple[Message, Any]]) -> set[int]:
+        found = set()
+        for row_id, (message, _) in wanted.items():
+            event_id = dict(message.headers)["id"].decode()
+            self.asked.append(event_id)
+            if event_id in self.on_topic:
+                found.add(row_id)
+        return found
 
     async def missing_topics(self, topics: set[str]) -> set[str]:
         return set()
@@ -101,6 +115,25 @@ async def test_an_aggregates_rows_go_one_wave_after_another(engine: AsyncEngine)
     broker = FakeBroker()
     assert await relay(engine, broker).run_once() == 5
     assert broker.sent == ["a1", "b1", "c1", "a2", "a3"]
+    assert {s for s, _, _ in (await state(engine)).values()} == {"PUBLISHED"}
+
+
+async def test_rows_a_dead_relay_got_onto_the_topic_are_not_sent_again(
+    engine: AsyncEngine,
+) -> None:
+    await write(engine, ("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c"))
+    t = tables.outbox_event
+    async with engine.begin() as conn:  # a relay died holding a1, a2 and b1
+        await conn.execute(
+            t.update()
+            .where(t.c.event_id.in_(["a1", "a2", "b1"]))
+            .values(status="PROCESSING", lease_owner="dead", lease_expires_at=datetime(2020, 1, 1))
+        )
+    broker = FakeBroker()
+    broker.on_topic = {"a1"}  # the broker took a1 before it died
+    assert await relay(engine, broker).run_once() == 4
+    assert sorted(broker.asked) == ["a1", "a2", "b1"]
+    assert broker.sent == ["b1", "c1", "a2"]
     assert {s for s, _, _ in (await state(engine)).values()} == {"PUBLISHED"}
 
 

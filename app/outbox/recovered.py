@@ -1,0 +1,109 @@
+"""Rows a dead relay may have published: look for their records before sending them again.
+
+A row claimed under an expired lease was ``PROCESSING`` for a relay that stopped
+answering. It may have died before it sent the row, while the record was on its way,
+or after the broker acknowledged the record and before it marked the row
+``PUBLISHED``; only the topic can tell. Before such a row is sent again, the relay
+reads the row's partition (every partition for a record without a key) from the
+row's ``created_at`` (a record is never older than its row; ``CLOCK_SKEW`` allowed
+for) to the partition's end, and a row whose record is there byte for byte (key,
+value and headers) is marked ``PUBLISHED`` without a second copy.
+
+Bounded: at most the last ``MAX_RECORDS`` records of a partition are read, within
+``SEARCH_SECONDS``; a record older than that window, or a search that runs out of
+time, is not found and the row is sent again (at least once, as without the search;
+consumers deduplicate). Such rows exist only after a crash, so the search is rare.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from app.outbox.message import Message
+
+CLOCK_SKEW = timedelta(minutes=1)
+MAX_RECORDS = 100_000
+SEARCH_SECONDS = 30.0
+POLL_MS = 200
+log = logging.getLogger("effectively_once.relay")
+
+Fingerprint = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]
+
+
+def fingerprint(key: bytes | None, value: bytes | None, headers: Any) -> Fingerprint:
+    """What makes two records the same record."""
+    return key, value, tuple((name, bytes(value or b"")) for name, value in headers or ())
+
+
+async def already_sent(
+    bootstrap: Sequence[str],
+    wanted: Mapping[int, tuple[Message, datetime]],
+    partitions_of: Callable[[Message], Sequence[int]],
+) -> set[int]:
+    """Of ``wanted`` (row id -> its record and the row's ``created_at``), the rows whose
+    record is on its topic already. ``partitions_of`` gives where a record may be."""
+    looking: dict[TopicPartition, dict[Fingerprint, list[int]]] = {}
+    since: dict[TopicPartition, int] = {}
+    for row_id, (message, created) in wanted.items():
+        ms = int((created - CLOCK_SKEW).timestamp() * 1000)
+        for partition in partitions_of(message):
+            tp = TopicPartition(message.topic, partition)
+            mark = fingerprint(message.key, message.value, message.headers)
+            looking.setdefault(tp, {}).setdefault(mark, []).append(row_id)
+            since[tp] = min(since.get(tp, ms), ms)
+    if not looking:
+        return set()
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=list(bootstrap),
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    try:
+        try:
+            async with asyncio.timeout(SEARCH_SECONDS):
+                return await _search(consumer, looking, since)
+        except TimeoutError:
+            log.warning(
+                "gave up looking for %d record(s) a dead relay may have sent after %.0fs; "
+                "they are sent again (consumers deduplicate)",
+                len(wanted),
+                SEARCH_SECONDS,
+            )
+            return set()
+    finally:
+        await consumer.stop()
+
+
+async def _search(
+    consumer: AIOKafkaConsumer,
+    looking: dict[TopicPartition, dict[Fingerprint, list[int]]],
+    since: dict[TopicPartition, int],
+) -> set[int]:
+    partitions = list(looking)
+    consumer.assign(partitions)
+    ends = await consumer.end_offsets(partitions)
+    firsts = await consumer.beginning_offsets(partitions)
+    at = await consumer.offsets_for_times(since)
+    for tp in partitions:
+        start = at[tp].offset if at.get(tp) is not None else ends[tp]
+        consumer.seek(tp, max(start, firsts[tp], ends[tp] - MAX_RECORDS))
+    found: set[int] = set()
+    pending = [tp for tp in partitions if await consumer.position(tp) < ends[tp]]
+    while pending:
+        batch = await consumer.getmany(*pending, timeout_ms=POLL_MS)
+        for tp, records in batch.items():
+            for record in records:
+                if record.offset >= ends[tp]:
+                    continue
+                mark = fingerprint(record.key, record.value, record.headers)
+                found.update(looking[tp].get(mark, ()))
+        pending = [tp for tp in pending if await consumer.position(tp) < ends[tp]]
+    return found
