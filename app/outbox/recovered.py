@@ -52,9 +52,9 @@ async def already_sent(
     since: dict[TopicPartition, int] = {}
     for row_id, (message, created) in wanted.items():
         ms = int((created - CLOCK_SKEW).timestamp() * 1000)
+        mark = fingerprint(message.key, message.value, message.headers)
         for partition in partitions_of(message):
             tp = TopicPartition(message.topic, partition)
-            mark = fingerprint(message.key, message.value, message.headers)
             looking.setdefault(tp, {}).setdefault(mark, []).append(row_id)
             since[tp] = min(since.get(tp, ms), ms)
     if not looking:
