@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     relay_max_attempts: int = Field(default=10, ge=1)
     relay_lease_seconds: float = Field(default=60.0, ge=1)
     relay_poll_interval_seconds: float = Field(default=0.05, gt=0, le=60)
-    relay_idle_poll_max_seconds: float = Field(default=1.0, gt=0, le=300)
+    relay_idle_poll_max_seconds: float = Field(default=0.25, gt=0, le=300)
     relay_backoff_initial_seconds: float = Field(default=1.0, gt=0)
     relay_backoff_max_seconds: float = Field(default=300.0, gt=0)
     relay_idempotent: bool = True

@@ -83,7 +83,7 @@ class RelayConfig:
     max_attempts: int = 10
     lease_seconds: float = 60.0
     poll_interval: float = 0.05
-    idle_poll_max: float = 1.0
+    idle_poll_max: float = 0.25
     attempt_backoff: Backoff = field(default_factory=lambda: Backoff(1.0, 300.0))
     pause_backoff: Backoff = field(default_factory=Backoff)
     owner: str = field(default_factory=lambda: default_owner())
@@ -180,12 +180,15 @@ class Relay:
     async def run(self) -> None:
         """Claim, publish and settle until stopped.
 
-        After a full claim the next one follows at once; after one that found rows, in
-        ``poll_interval``; after each empty one the wait doubles, up to
-        ``idle_poll_max``, so an idle relay costs the database little (``wake`` ends
+        After a full claim the next one follows at once; after one that found rows,
+        ``poll_interval`` after the last one *started* (a cycle longer than that is
+        followed at once: rows written during it are due, and a pause on top of the
+        cycle would only add to their wait); after each empty one the wait doubles, up
+        to ``idle_poll_max``, so an idle relay costs the database little (``wake`` ends
         the wait at once: the worker calls it after writing rows)."""
         pause = self.config.poll_interval
         while not self.stopping:
+            started = time.monotonic()
             try:
                 claimed = await self.run_once()
             except RelayStopped:
@@ -201,7 +204,9 @@ class Relay:
             )
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), pause)
+                await asyncio.wait_for(
+                    self._wake.wait(), max(0.0, pause - (time.monotonic() - started))
+                )
             if self._wake.is_set():
                 pause = self.config.poll_interval
 
