@@ -1,4 +1,5 @@
-"""faust's Kafka consumer, with the fetch wait our settings ask for.
+"""faust's Kafka consumer, with the fetch wait our settings ask for and a fetch loop that
+delivers records without a race per record (``app.runtime.drain``).
 
 faust builds its aiokafka consumer with ``fetch_max_wait_ms`` pinned at 1,500:
 how long the broker may hold a fetch open when it has nothing new. A broker
@@ -15,6 +16,8 @@ from typing import Any
 import faust
 from faust.transport.drivers import aiokafka as driver
 
+from app.runtime.drain import drain_messages
+
 
 def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
     """faust's aiokafka ``Consumer`` whose fetches wait at most ``fetch_max_wait_ms``."""
@@ -29,6 +32,9 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
     class Consumer(driver.Consumer):
         def _new_consumer_thread(self) -> driver.AIOKafkaConsumerThread:
             return ConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+        async def _drain_messages(self, fetcher: Any) -> None:
+            await drain_messages(self, fetcher)
 
     return Consumer
 

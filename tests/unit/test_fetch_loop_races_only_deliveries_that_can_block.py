@@ -1,0 +1,159 @@
+"""The fetch loop hands a record straight to the conductor unless its delivery can wait.
+
+Contract (``app.runtime.drain``): a record whose delivery cannot block (the flow runs,
+the conductor's index is not being rebuilt, the producer's buffer is under its limit,
+no channel of its topic is full) is delivered by awaiting the callback itself; any of
+those conditions makes it race the flow's suspension as faust does (``wait_first``).
+Either way each record is delivered once, in order, and its read offset recorded; a
+record below the read offset is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from app.runtime.drain import can_block, drain_messages
+
+TOPIC = "orders"
+
+
+@dataclass
+class Message:
+    offset: int
+    topic: str = TOPIC
+
+
+@dataclass
+class Queue:
+    is_full: bool = False
+
+    def full(self) -> bool:
+        return self.is_full
+
+
+@dataclass(eq=False)
+class Channel:
+    queue: Queue = field(default_factory=Queue)
+
+
+class Flags:
+    def set_flag(self, flag: str) -> None: ...
+
+    def unset_flag(self, flag: str) -> None: ...
+
+
+class FakeConsumer:
+    """What ``drain_messages`` reads of faust's consumer, with one fetch of ``offsets``."""
+
+    consumer_stopped_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, offsets: list[int], read_from: int | None = None) -> None:
+        self.channel = Channel()
+        self.delivered: list[int] = []
+        self.raced: list[int] = []
+        self.suspend_flow = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._read_offset: defaultdict[str, int | None] = defaultdict(lambda: read_from)
+        self._commit_every = None
+        self._n_acked = 0
+        self.should_stop = False
+        self.diag = Flags()
+        self.flow_active = True
+        self.buffer = type("Buffer", (), {"size": 0, "max_messages": 100})()
+        self.lock = asyncio.Lock()
+        self.app = self
+        self.transport = self
+        self.topics = self
+        self.flow_control = self
+        self.producer = self
+        self._tp_to_callback_lock = self.lock
+        self._topic_name_index = {TOPIC: {self.channel}}
+        self.fetches = [[Message(offset) for offset in offsets]]
+
+    def is_active(self) -> bool:
+        return self.flow_active
+
+    def acks_enabled_for(self, topic: str) -> bool:
+        return True
+
+    async def _add_gap(self, tp: str, start: int, end: int) -> None:
+        raise AssertionError("no gap expected")
+
+    async def callback(self, message: Message) -> None:
+        self.delivered.append(message.offset)
+        if message.offset == 1:
+            self.channel.queue.is_full = self.fill_after_first
+
+    fill_after_first = False
+
+    async def wait_first(self, delivery: Any, suspended: Any) -> None:
+        suspended.close()
+        self.raced.append(len(self.delivered))
+        await delivery
+
+    def getmany(self, timeout: float) -> AsyncIterator[tuple[str, Message]]:
+        async def fetched() -> AsyncIterator[tuple[str, Message]]:
+            for message in self.fetches.pop(0) if self.fetches else []:
+                yield "tp", message
+            self._stopped.set()
+
+        return fetched()
+
+
+async def drain(consumer: FakeConsumer) -> None:
+    await drain_messages(consumer, type("Fetcher", (), {"_stopped": asyncio.Event()})())
+
+
+async def test_records_go_straight_to_the_conductor_while_nothing_can_block() -> None:
+    consumer = FakeConsumer([1, 2, 3])
+    await drain(consumer)
+    assert consumer.delivered == [1, 2, 3]
+    assert consumer.raced == []
+    assert consumer._read_offset["tp"] == 3
+
+
+async def test_a_full_channel_makes_the_next_delivery_race_the_suspension() -> None:
+    consumer = FakeConsumer([1, 2, 3])
+    consumer.fill_after_first = True
+    await drain(consumer)
+    assert consumer.delivered == [1, 2, 3]
+    assert consumer.raced == [1, 2]  # records 2 and 3, with one delivered before each
+
+
+async def test_a_record_below_the_read_offset_is_dropped() -> None:
+    consumer = FakeConsumer([4, 5, 6], read_from=5)
+    await drain(consumer)
+    assert consumer.delivered == [5, 6]
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["suspended", "flow stopped", "conductor busy", "producer buffer full", "channel full"],
+)
+async def test_each_condition_can_block_a_delivery(condition: str) -> None:
+    consumer = FakeConsumer([1])
+    assert not can_block(consumer, Message(1))
+    if condition == "suspended":
+        consumer.suspend_flow.set()
+    elif condition == "flow stopped":
+        consumer.flow_active = False
+    elif condition == "conductor busy":
+        await consumer.lock.acquire()
+    elif condition == "producer buffer full":
+        consumer.buffer.size = 101
+    else:
+        consumer.channel.queue.is_full = True
+    assert can_block(consumer, Message(1))
+
+
+async def test_a_suspended_flow_makes_every_delivery_race_as_in_faust() -> None:
+    consumer = FakeConsumer([1, 2])
+    consumer.suspend_flow.set()
+    await drain(consumer)
+    assert consumer.raced == [0, 1]
