@@ -310,7 +310,7 @@ async def end_to_end(session: Session, rate: float) -> Row:
     rows = outbox_rows(workload, topic)
     env = framework_env(session, THREE, app_id=session.app_id("relay-e2e"), topic=topic)
     env["RELAY_ENABLED"] = "false"  # the relay process below ships the outbox
-    relay = RelayProcess(session, "relay-e2e")
+    relay = RelayProcess(session, "relay-e2e-relay")  # the worker logs to relay-e2e.log
     host_before = cpu_times()
     try:
         await session.measure(
