@@ -39,7 +39,8 @@ def can_block(consumer: Any, message: Any) -> bool:
     buffer = app.producer.buffer
     if buffer.size > buffer.max_messages:
         return True
-    return any(channel.queue.full() for channel in conductor._topic_name_index[message.topic])
+    channels = conductor._topic_name_index.get(message.topic, ())
+    return any(channel.queue.full() for channel in channels)
 
 
 async def drain_messages(consumer: Any, fetcher: Any) -> None:
