@@ -48,12 +48,9 @@ async def test_only_aggregates_with_an_unpublished_row_ahead_are_waiting(
     # A later unpublished row of an aggregate whose head comes first: not ahead of it.
     events.append(event("Counter", "published", 3))
     await write(migrated_database, events, per_transaction=len(events))
-    ids = {(r["aggregate_type"], r["aggregate_id"], r["id"]) for r in await rows(
-        migrated_database, "aggregate_type", "aggregate_id"
-    )}
-    by_aggregate: dict[tuple[str, str], list[int]] = {}
-    for agg_type, agg_id, row_id in sorted(ids, key=lambda found: found[2]):
-        by_aggregate.setdefault((agg_type, agg_id), []).append(row_id)
+    by_aggregate: dict[tuple[str, str], list[int]] = {}  # ids in order, per aggregate
+    for row in await rows(migrated_database, "aggregate_type", "aggregate_id"):
+        by_aggregate.setdefault((row["aggregate_type"], row["aggregate_id"]), []).append(row["id"])
 
     sessions = session_factory(engine := create_engine(migrated_database, pool_size=1))
     try:
