@@ -24,3 +24,12 @@ def unavailable(what: str) -> NoReturn:
     if in_ci():
         pytest.fail(f"{what} (CI=true, so a missing service is a failure)", pytrace=False)
     pytest.skip(what)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controlling process stops the run's shared broker (see ``session_broker``)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    from tests.integration.support.session_broker import run_root, stop_shared_broker
+
+    stop_shared_broker(run_root(session.config._tmp_path_factory.getbasetemp()))

@@ -43,6 +43,10 @@ class LocalBroker:
     advertised_port: int | None = None
     _process: subprocess.Popen[bytes] | None = None
 
+    kind = "tansu"
+    # Tansu 0.6 answers InitProducerId with an error: its producers run without idempotence.
+    idempotent = False
+
     @property
     def bootstrap(self) -> str:
         """``host:port`` for Kafka clients."""

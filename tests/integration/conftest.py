@@ -1,6 +1,7 @@
 """Fixtures for tests that run real workers against the real broker and databases.
 
-- ``broker``: one memory-only Tansu broker for the whole session.
+- ``broker``: one broker for the whole run, shared by the xdist processes: Apache
+  Kafka, or Tansu under ``TEST_BROKER=tansu`` (``support.session_broker``).
 - ``stream``: the test's own topic and consumer group on it, so tests never
   share broker state.
 - ``backend`` / ``database_url``: a fresh database per test, dropped afterwards;
@@ -33,10 +34,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db import tables
 from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
-from app.demo.broker import LocalBroker, broker_binary
 from tests.conftest import unavailable
 from tests.integration.support.databases import Databases, ServiceUnavailable
 from tests.integration.support.kafka import OrderTopic
+from tests.integration.support.session_broker import SharedBroker, run_root, shared_broker
 from tests.integration.support.state import Database
 from tests.integration.support.workers import Stream, Workers
 from tests.pipeline.support import test_metadata
@@ -61,23 +62,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture(scope="session")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
-    """The session's Kafka-compatible broker."""
+def broker(tmp_path_factory: pytest.TempPathFactory) -> SharedBroker:
+    """The run's broker (started by the first process that asks for it)."""
     try:
-        broker_binary()
-    except Exception as exc:  # any failure to find the binary means "no broker"
-        unavailable(f"no Tansu broker binary: {exc}")
-    local = LocalBroker(log_path=tmp_path_factory.mktemp("broker") / "tansu.log")
-    try:
-        local.start()
-    except RuntimeError as exc:
-        unavailable(f"the Tansu broker did not start: {exc}")
-    yield local
-    local.stop()
+        return shared_broker(run_root(tmp_path_factory.getbasetemp()))
+    except Exception as exc:  # no Java, no Maven, no Tansu binary, or it did not start
+        unavailable(f"the test broker did not start: {exc}")
 
 
 @pytest.fixture
-def stream(broker: LocalBroker) -> Stream:
+def stream(broker: SharedBroker) -> Stream:
     """A topic and consumer group (APP_ID) no other test uses."""
     tag = uuid.uuid4().hex[:10]
     return Stream(

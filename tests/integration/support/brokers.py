@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.demo.broker import LocalBroker, free_port
+from app.demo.kafka import KafkaCluster
+from app.demo.local import local_broker
 from chaos.proxy import TcpProxy
 from tests.conftest import unavailable
+from tests.integration.support.session_broker import broker_kind
 from tests.integration.support.workers import Stream
 
 PARTITIONS = 4
@@ -28,7 +31,7 @@ PARTITIONS = 4
 class OwnBroker:
     """A running broker, the proxy in front of it and a stream on it."""
 
-    broker: LocalBroker
+    broker: LocalBroker | KafkaCluster
     proxy: TcpProxy
     stream: Stream
 
@@ -55,11 +58,12 @@ class OwnBroker:
 async def own_broker(log_dir: Path) -> AsyncIterator[OwnBroker]:
     """Start a broker and its proxy for this test only; both stopped at the end."""
     front = free_port()
-    broker = LocalBroker(log_path=log_dir / "own-broker.log", advertised_port=front)
+    kind = broker_kind()
+    broker = local_broker(kind, log_path=log_dir / "own-broker.log", advertised_port=front)
     try:
         broker.start()
     except (RuntimeError, OSError) as exc:
-        unavailable(f"the Tansu broker did not start: {exc}")
+        unavailable(f"the {kind} broker did not start: {exc}")
     proxy = TcpProxy("127.0.0.1", broker.port, listen_port=front).start()
     tag = uuid.uuid4().hex[:10]
     bootstrap = proxy.address

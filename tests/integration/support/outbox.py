@@ -20,6 +20,7 @@ from app.outbox import NewEvent, add_events
 from app.outbox.broker import KafkaBroker
 from app.outbox.relay import Relay, RelayConfig
 from tests.integration.support.dlq import records
+from tests.integration.support.session_broker import relay_idempotent
 from tests.integration.support.workers import REPO_ROOT, Stream
 
 
@@ -104,7 +105,7 @@ def copies(envelopes: Iterable[dict[str, Any]]) -> dict[str, int]:
 async def relay_on(database_url: str, broker_url: str, **config: Any) -> AsyncIterator[Relay]:
     """A relay in this process (``config``: ``RelayConfig`` fields), its producer started."""
     engine = create_engine(database_url, pool_size=2)
-    broker = KafkaBroker(broker_url, idempotent=False)  # Tansu 0.6 refuses idempotence
+    broker = KafkaBroker(broker_url, idempotent=relay_idempotent())
     await broker.start()
     try:
         yield Relay(session_factory(engine), broker, RelayConfig(**config))

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from tests.integration.support.session_broker import relay_idempotent
 from tests.integration.support.workers import REPO_ROOT, STOP_TIMEOUT_SECONDS, ChildProcess
 
 
@@ -50,7 +51,8 @@ class Relays:
             "DATABASE_URL": database_url,
             "BROKER_URL": broker_url,
             "RELAY_METRICS_PORT": "0",
-            "RELAY_IDEMPOTENT": "false",  # Tansu 0.6 refuses idempotent producers
+            # Tansu 0.6 refuses idempotent producers.
+            "RELAY_IDEMPOTENT": str(relay_idempotent()).lower(),
             **(env or {}),
         }
         with open(log_path, "ab") as log:

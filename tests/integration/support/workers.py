@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.demo.broker import free_port
+from tests.integration.support.session_broker import relay_idempotent
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -184,7 +185,7 @@ class Workers:
             BROKER_SESSION_TIMEOUT_SECONDS=str(SESSION_TIMEOUT_SECONDS),
             MIGRATE_ON_START="true",
             # Tansu 0.6 answers aiokafka's InitProducerId with an error (see app.outbox.broker).
-            RELAY_IDEMPOTENT="false",
+            RELAY_IDEMPOTENT=str(relay_idempotent()).lower(),
         )
         env.update(extra or {})
         return env
