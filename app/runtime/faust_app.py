@@ -39,7 +39,7 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
     # faust keeps per-app files here; off the working directory, one folder per app id.
     datadir = Path(tempfile.gettempdir()) / "effectively-once"
     datadir.mkdir(parents=True, exist_ok=True)
-    app = _App(
+    app = App(
         settings.app_id,
         broker=settings.broker_url,
         broker_session_timeout=settings.broker_session_timeout_seconds,
@@ -74,7 +74,7 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
     return app
 
 
-class _App(faust.App):
+class App(faust.App):
     """faust's app, with a member URL that a static member keeps across restarts."""
 
     async def on_first_start(self) -> None:
