@@ -13,6 +13,7 @@ import typer
 
 COMMAND_MODULES = (
     "app.demo.cli",
+    "app.demo.broker_cli",
     "app.trace.cli",
     "dlq.cli",
     "app.outbox.relay_cli",

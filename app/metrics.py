@@ -254,6 +254,12 @@ RELAY_LAST_POLL = Gauge(
     "Unix time of the relay's last completed poll (a relay that stops polling is down).",
     registry=REGISTRY,
 )
+RELAY_FAILED = Gauge(
+    "effectively_once_relay_failed",
+    "1 while this process's relay cannot run (a setting or producer the broker refused, or an "
+    "error it stopped on), else 0.",
+    registry=REGISTRY,
+)
 CLEANUP_DELETED = Counter(
     "effectively_once_cleanup_deleted_total",
     "Rows deleted by retention, by table.",
@@ -271,6 +277,12 @@ def initialise_outbox() -> None:
     for table in CLEANED_TABLES:
         CLEANUP_DELETED.labels(table)
     set_outbox({})
+    relay_failed(False)
+
+
+def relay_failed(failed: bool) -> None:
+    """Whether this process's relay stopped on an error it cannot retry."""
+    RELAY_FAILED.set(1 if failed else 0)
 
 
 def relay_polled() -> None:

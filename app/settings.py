@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     order_topic: str = "order-event-topic"
     order_topic_partitions: int = Field(default=8, ge=1)
+    topic_replication_factor: int = Field(default=1, ge=1, le=32)
+    group_instance_id: str | None = Field(default=None, min_length=1, max_length=249)
     app_id: str = "order-consumers"
     handler_modules: str = "handlers"
     consumers: str = ""
@@ -91,6 +93,7 @@ class Settings(BaseSettings):
     relay_lease_seconds: float = Field(default=60.0, ge=1)
     relay_poll_interval_seconds: float = Field(default=0.05, gt=0, le=60)
     relay_idle_poll_max_seconds: float = Field(default=0.25, gt=0, le=300)
+    relay_stall_seconds: float = Field(default=120.0, gt=0)
     relay_backoff_initial_seconds: float = Field(default=1.0, gt=0)
     relay_backoff_max_seconds: float = Field(default=300.0, gt=0)
     relay_idempotent: bool = True

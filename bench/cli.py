@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from app.demo.local import BROKER_KINDS
 from bench.options import BenchOptions, Scenario, smoke_options
 from bench.run import run_bench
 
@@ -60,6 +61,9 @@ def main(
     latency_seconds: Annotated[
         float, typer.Option(min=1, help="How long each latency run offers load.")
     ] = defaults.latency_seconds,
+    broker: Annotated[
+        str, typer.Option(help="kafka (Apache Kafka from Maven Central's jars) or tansu.")
+    ] = defaults.broker,
     smoke: Annotated[
         bool,
         typer.Option("--smoke", help="A ~1.5k-event run that checks correctness, not speed."),
@@ -70,6 +74,8 @@ def main(
         chosen = Scenario.parse(scenarios)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--scenarios") from None
+    if broker not in BROKER_KINDS:
+        raise typer.BadParameter(" or ".join(BROKER_KINDS), param_hint="--broker")
     options = BenchOptions(
         events_approx=events_approx,
         orders=orders,
@@ -83,6 +89,7 @@ def main(
         scenarios=chosen,
         latency=not skip_latency,
         latency_seconds=latency_seconds,
+        broker=broker,
     )
     if smoke:
         options = smoke_options(options)

@@ -60,6 +60,7 @@ class BenchOptions:
     latency_seconds: float = 15.0
     latency_load: float = 0.5  # offered load, as a share of the scenario's measured maximum
     smoke: bool = False
+    broker: str = "kafka"  # or "tansu" (see app.demo.local)
 
     @property
     def order_count(self) -> int:

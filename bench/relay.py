@@ -74,7 +74,7 @@ class RelayProcess:
             "DATABASE_URL": session.database.sqlalchemy_url,
             "BROKER_URL": session.config.broker_url,
             "RELAY_METRICS_PORT": "0",
-            "RELAY_IDEMPOTENT": "false",  # Tansu 0.6 refuses idempotent producers
+            "RELAY_IDEMPOTENT": str(session.broker.idempotent).lower(),
         }
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(

@@ -25,8 +25,9 @@ METHOD = {
         "the commit) minus the wall-clock time the bench handed the event to its producer "
         "(linger 5 ms). Bare agent: each record's age (now minus its Kafka timestamp) when "
         "the agent takes it: the transport's floor. Both consumers fetch with the worker's "
-        "FETCH_MAX_WAIT_MS; the local Tansu broker holds a fetch for that whole wait when "
-        "it has nothing new, so it is part of both floors. Nearest-rank p50/p99."
+        "FETCH_MAX_WAIT_MS; Apache Kafka answers a fetch as soon as data arrives, while "
+        "Tansu holds a fetch for that whole wait when it has nothing new (part of both "
+        "floors there). Nearest-rank p50/p99."
     ),
     "warm_up": (
         "Before the framework rows, up to 20,000 events are applied unmeasured and the tables "
@@ -55,7 +56,8 @@ METHOD = {
     "relay": (
         "The workload's distinct events written to an empty outbox (transactions of 5,000 "
         "rows, then ANALYZE), then one python -m app relay process (default settings, "
-        "RELAY_IDEMPOTENT=false for the local broker) ships them; events/s from the first "
+        "RELAY_IDEMPOTENT=false on Tansu, which refuses idempotent producers) ships them; "
+        "events/s from the first "
         "row's published_at to the last one's. relay_cpu_ms_per_1k: the relay process's CPU "
         "time (/proc/<pid>/stat) over that window; database_cpu_ms_per_1k: the CPU time of "
         "the PostgreSQL backends connected to the bench's database (the relay's), same window."

@@ -21,6 +21,8 @@ from rich.console import Console
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.demo.broker import LocalBroker
+from app.demo.kafka import KafkaCluster
+from app.demo.local import local_broker
 from app.demo.produce import ensure_topic, produce
 from app.demo.workload import Workload
 from bench import relay
@@ -43,7 +45,7 @@ EXPECTED_FAILURES = (BenchError, DatabaseError, KafkaError, SQLAlchemyError, OSE
 async def run_bench(options: BenchOptions, console: Console) -> int:
     """Run the benchmark, print and write its results; 0 only if every scenario was correct."""
     workdir = Path(tempfile.mkdtemp(prefix="eo-bench-"))
-    broker = LocalBroker(log_path=workdir / "broker.log")
+    broker = local_broker(options.broker, log_path=workdir / "broker.log")
     database: BenchDatabase | None = None
     session: Session | None = None
     redis = Scenario.STORM_REDIS in options.scenarios
@@ -84,7 +86,7 @@ async def run_bench(options: BenchOptions, console: Console) -> int:
 async def open_session(
     options: BenchOptions,
     console: Console,
-    broker: LocalBroker,
+    broker: LocalBroker | KafkaCluster,
     database: BenchDatabase,
     workload: Workload,
     workdir: Path,
@@ -102,6 +104,7 @@ async def open_session(
             partitions=options.partitions,
             batch_size=options.batch_size,
             batch_wait=options.batch_wait,
+            relay_idempotent=broker.idempotent,
         ),
         workdir=workdir,
         tag=tag,
@@ -124,13 +127,14 @@ async def open_session(
 
 def report(console: Console, options: BenchOptions, rows: list[Row], workload: Workload) -> None:
     """Print the table and write the JSON file."""
-    title = "effectively-once throughput" + (
+    title = f"effectively-once throughput on {options.broker}" + (
         " (SMOKE: a tiny workload, checks correctness; the figures mean nothing)"
         if options.smoke
         else ""
     )
     print_table(console, rows, title)
     settings = {
+        "broker": options.broker,
         "batch_size": options.batch_size,
         "batch_wait_seconds": options.batch_wait,
         "partitions": options.partitions,

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from app.demo.broker import LocalBroker
+from app.demo.kafka import KafkaCluster
 from app.demo.workload import Workload
 from bench.database import BenchDatabase
 from bench.monitor import Window, wait_for_assignment, wait_for_events
@@ -49,7 +50,7 @@ class Session:
     """The broker, the database, the workload on its topic, and where the logs go."""
 
     options: BenchOptions
-    broker: LocalBroker
+    broker: LocalBroker | KafkaCluster
     database: BenchDatabase
     workload: Workload
     config: WorkerConfig

@@ -25,6 +25,7 @@ class WorkerConfig:
     partitions: int
     batch_size: int
     batch_wait: float
+    relay_idempotent: bool = True  # False on Tansu 0.6, which refuses idempotent producers
 
 
 def worker_env(
@@ -59,6 +60,7 @@ def worker_env(
         "BATCH_WAIT_SECONDS": str(config.batch_wait),
         "BROKER_SESSION_TIMEOUT_SECONDS": str(SESSION_TIMEOUT_SECONDS),
         "MIGRATE_ON_START": "false",
+        "RELAY_IDEMPOTENT": str(config.relay_idempotent).lower(),
         # faust's monitor at http://127.0.0.1:<web port>/ is how the bench follows progress.
         "APP_WEB_STATS_ENABLED": "true",
     }

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from app.demo.local import BROKER_KINDS
 from chaos.profile import PROFILES, with_overrides
 from chaos.run import DEFAULT_HOME, CannotRun, Options, run_soak
 
@@ -32,6 +33,9 @@ def main(
     json_out: Annotated[
         Path | None, typer.Option(help="Also write the outcome as JSON to this file.")
     ] = None,
+    broker: Annotated[
+        str, typer.Option(help="kafka (Apache Kafka from Maven Central's jars) or tansu.")
+    ] = "kafka",
     home: Annotated[
         Path, typer.Option(help="Where the soak keeps its servers' files between runs.")
     ] = DEFAULT_HOME,
@@ -44,8 +48,10 @@ def main(
         raise typer.BadParameter(f"one of {', '.join(PROFILES)}", param_hint="--profile")
     if database not in ("postgresql", "mariadb"):
         raise typer.BadParameter("postgresql or mariadb", param_hint="--database")
+    if broker not in BROKER_KINDS:
+        raise typer.BadParameter(" or ".join(BROKER_KINDS), param_hint="--broker")
     chosen = with_overrides(PROFILES[profile], events=events, rate=rate, seed=seed)
-    options = Options(chosen, database, home, json_out, keep)
+    options = Options(chosen, database, home, json_out, keep, broker)
     console = Console() if sys.stdout.isatty() else Console(width=CAPTURED_WIDTH)
     try:
         code = asyncio.run(_interruptible(options, console))

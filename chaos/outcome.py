@@ -28,6 +28,7 @@ class Outcome:
     backend: str
     source: str
     workload: Workload
+    broker: str = "kafka"
     planned: dict[FaultKind, int] = field(default_factory=dict)
     ledger: list[Injected] = field(default_factory=list)
     stall: Stall = field(default_factory=Stall)

@@ -23,6 +23,7 @@ def print_table(console: Console, outcome: Outcome) -> None:
     table = Table(
         "", "",
         title=f"effectively-once chaos soak: profile {profile.name}, {outcome.backend}, "
+        f"broker {outcome.broker}, "
         f"{profile.workers} workers, source: {outcome.source}",
         title_justify="left", show_header=False,
     )  # fmt: skip
@@ -189,6 +190,7 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
     data: dict[str, Any] = {
         "profile": outcome.profile.name,
         "backend": outcome.backend,
+        "broker": outcome.broker,
         "source": outcome.source,
         "exact": outcome.exact,
         "failure": outcome.failure,

@@ -28,6 +28,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
 from app.demo.broker import LocalBroker, free_port
+from app.demo.kafka import KafkaCluster
+from app.demo.local import local_broker
 from app.demo.produce import ensure_topic
 from chaos import tally
 from chaos.commands import CommandFailed
@@ -75,6 +77,7 @@ class Options:
     home: Path = DEFAULT_HOME
     json_out: Path | None = None
     keep: bool = False
+    broker: str = "kafka"  # or "tansu" (see app.demo.local)
 
 
 async def run_soak(options: Options, console: Console) -> int:
@@ -86,7 +89,7 @@ async def run_soak(options: Options, console: Console) -> int:
         _log_to(workdir / "soak.log")
         with console.status("generating the workload"):
             workload = await asyncio.to_thread(generate, options.profile.shape)
-        outcome = Outcome(options.profile, options.backend, "", workload)
+        outcome = Outcome(options.profile, options.backend, "", workload, options.broker)
         started = time.monotonic()
         try:
             await _soak(options, console, workload, workdir, outcome)
@@ -115,7 +118,7 @@ class _Stage:
     database: ChaosDatabase
     name: str  # the run's database
     redis: ChaosRedis
-    broker: LocalBroker
+    broker: LocalBroker | KafkaCluster
     broker_proxy: TcpProxy
     database_proxy: TcpProxy
     topic: str
@@ -172,8 +175,14 @@ async def _set_stage(
         await redis.start()
         stack.push_async_callback(redis.stop)
     broker_proxy_port = free_port()
-    broker = LocalBroker(log_path=workdir / "broker.log", advertised_port=broker_proxy_port)
-    broker.start()
+    with console.status(f"starting the soak's own broker ({options.broker})"):
+        broker = local_broker(
+            options.broker, log_path=workdir / "broker.log", advertised_port=broker_proxy_port
+        )
+        try:
+            broker.start()
+        except (RuntimeError, OSError) as exc:
+            raise CannotRun(f"the {options.broker} broker did not start: {exc}") from None
     stack.callback(broker.stop)
     broker_proxy = TcpProxy("127.0.0.1", broker.port, listen_port=broker_proxy_port).start()
     stack.callback(broker_proxy.stop)
@@ -269,7 +278,8 @@ def _worker_env(profile: Profile, stage: _Stage) -> dict[str, str]:
         "RETRY_DELAYS": "1,5",  # a wrongly routed event reaches the DLT within the soak
         "BROKER_SESSION_TIMEOUT_SECONDS": str(SESSION_TIMEOUT_SECONDS),
         "APP_WEB_STATS_ENABLED": "true",  # faust's /assignment/ page: who owns what
-        "RELAY_IDEMPOTENT": "false",  # Tansu 0.6 has no InitProducerId
+        # Tansu 0.6 has no InitProducerId; Apache Kafka runs the default.
+        "RELAY_IDEMPOTENT": str(stage.broker.idempotent).lower(),
     }
 
 

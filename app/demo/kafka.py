@@ -298,7 +298,10 @@ def ApacheKafka(
     log_path: Path | None = None,
     advertised_port: int | None = None,
     properties: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> KafkaCluster:
     """One combined Kafka node, as the tests and ``python -m app broker`` use it."""
     node = KafkaNode(node_id=1, advertised_port=advertised_port, log_path=log_path)
+    if port is not None:
+        node.port = port
     return KafkaCluster(size=1, properties=properties or {}, nodes=[node])

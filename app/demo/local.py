@@ -16,11 +16,19 @@ BROKER_KINDS = ("kafka", "tansu")
 
 
 def local_broker(
-    kind: str, *, log_path: Path | None = None, advertised_port: int | None = None
+    kind: str,
+    *,
+    log_path: Path | None = None,
+    advertised_port: int | None = None,
+    port: int | None = None,
 ) -> LocalBroker | KafkaCluster:
-    """A broker of ``kind`` (``kafka`` or ``tansu``), not yet started."""
+    """A broker of ``kind`` (``kafka`` or ``tansu``), not yet started; on ``port`` when
+    given, else on a free one."""
     if kind == "kafka":
-        return ApacheKafka(log_path=log_path, advertised_port=advertised_port)
+        return ApacheKafka(log_path=log_path, advertised_port=advertised_port, port=port)
     if kind == "tansu":
-        return LocalBroker(log_path=log_path, advertised_port=advertised_port)
+        broker = LocalBroker(log_path=log_path, advertised_port=advertised_port)
+        if port is not None:
+            broker.port = port
+        return broker
     raise ValueError(f"unknown broker kind {kind!r}: one of {', '.join(BROKER_KINDS)}")

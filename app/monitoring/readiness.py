@@ -1,8 +1,9 @@
 """``/ready``: may this worker be sent traffic? Each check answers within a second or fails.
 
 Ready means: the database answers ``SELECT 1``, a broker accepts a connection,
-the consumer has partitions assigned (a worker beyond the partition count,
-or one in the middle of a rebalance, is alive but not ready), and batches
+the consumer has partitions assigned (one in the middle of a rebalance is
+alive but not ready; one beyond the partition count, after the group settled,
+is a ready spare), the in-worker relay runs and its cycles end, and batches
 complete: a worker that has completed none for ``READY_STALL_SECONDS`` while
 records wait is stuck (a connection that hangs, a pause that lasts), not ready.
 """
@@ -84,10 +85,19 @@ async def broker(
     return Check("broker", False, "; ".join(errors) or "no bootstrap server configured")
 
 
-def partitions(assigned: int | None) -> Check:
-    """The consumer has ``assigned`` partitions (``None``: the consumer is not running)."""
+def partitions(assigned: int | None, settled: bool = False) -> Check:
+    """The consumer has ``assigned`` partitions (``None``: the consumer is not running).
+
+    ``settled``: the group finished a rebalance and none is under way. A member with no
+    partitions then is a spare (more replicas than partitions): ready, waiting to take
+    over, not broken; before its first assignment or while the group rebalances it is not.
+    """
     if assigned is None:
         return Check("partitions", False, "the consumer has not started")
+    if assigned == 0 and settled:
+        return Check(
+            "partitions", True, "none assigned: a spare member (more members than partitions)"
+        )
     if assigned == 0:
         return Check("partitions", False, "no partitions assigned")
     return Check("partitions", True, f"{assigned} assigned")

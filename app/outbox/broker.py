@@ -129,6 +129,10 @@ class KafkaBroker:
     async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
         """Of ``wanted`` (row id -> record, row's ``created_at``), the rows whose record is on
         its topic already (``app.outbox.recovered``)."""
+        # Where a record may be comes from the producer's metadata, which holds only the
+        # topics it asked about (Apache Kafka names none unprompted): ask for these first.
+        for topic in {message.topic for message, _ in wanted.values()}:
+            await self._producer.partitions_for(topic)
         return await already_sent(
             bootstrap_servers(self.broker_url), wanted, self._partitions_of
         )

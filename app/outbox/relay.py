@@ -151,6 +151,8 @@ class Relay:
         self._held: list[int] = []
         self._floor = Floor()
         self.published = 0  # rows this relay marked PUBLISHED
+        # When the last claim-publish-settle cycle ended (monotonic), empty ones included.
+        self.last_cycle_at = time.monotonic()
 
     @property
     def owner(self) -> str:
@@ -193,6 +195,7 @@ class Relay:
                 claimed = await self.run_once()
             except RelayStopped:
                 break
+            self.last_cycle_at = time.monotonic()
             metrics.relay_polled()
             if claimed >= self.config.batch_size:
                 pause = self.config.poll_interval

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
 
 from sqlalchemy.engine import make_url
@@ -18,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
 from app.db.engine import create_engine, session_factory
+from app.monitoring import readiness
 from app.outbox.broker import BrokerRefused, KafkaBroker
 from app.outbox.monitor import keep_sampling
 from app.outbox.relay import Relay, RelayConfig, RelayStopped
@@ -76,6 +78,8 @@ class RelayRunner:
     relay: Relay = field(init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
     failure: BaseException | None = field(default=None, init=False)
+    # Why the broker could not be reached, while the relay keeps trying.
+    _unreachable: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         settings = self.settings
@@ -110,6 +114,25 @@ class RelayRunner:
         """Rows were just committed: claim now."""
         self.relay.wake()
 
+    def health(self) -> readiness.Check:
+        """The ``relay`` check of ``/ready``: the relay runs, and its cycles keep ending.
+
+        Failed: it stopped on an error it cannot retry (a setting or producer the broker
+        refused), or no claim-publish-settle cycle has ended for ``RELAY_STALL_SECONDS``
+        (a broker it cannot reach, a database that does not answer, a cycle that hangs):
+        rows that are due then wait, and nothing else would say so."""
+        if self.failure is not None:
+            return readiness.Check("relay", False, f"the relay cannot run: {self.failure}")
+        if self._tasks and self._tasks[0].done() and not self.relay.stopping:
+            return readiness.Check("relay", False, "the relay stopped")
+        idle = time.monotonic() - self.relay.last_cycle_at
+        if idle > self.settings.relay_stall_seconds:
+            why = f": cannot reach the broker ({self._unreachable})" if self._unreachable else ""
+            return readiness.Check("relay", False, f"no relay cycle ended for {idle:.0f}s{why}")
+        return readiness.Check(
+            "relay", True, f"last cycle {idle:.1f}s ago, {self.relay.published} row(s) published"
+        )
+
     async def wait(self) -> None:
         """Until the relay stopped (after ``stop``, or a setting the broker refused)."""
         if self._tasks:
@@ -136,8 +159,15 @@ class RelayRunner:
         except RelayStopped:
             pass
         except BrokerRefused as exc:
-            self.failure = exc
+            self._fail(exc)
             log.error("the relay cannot run: %s", exc)
+        except Exception as exc:  # a bug: said once, on /ready and in the metrics, not retried
+            self._fail(exc)
+            log.exception("the relay stopped on an error")
+
+    def _fail(self, exc: BaseException) -> None:
+        self.failure = exc
+        metrics.relay_failed(True)
 
     async def _connect(self) -> None:
         backoff = self.relay.config.pause_backoff
@@ -145,12 +175,14 @@ class RelayRunner:
         while True:
             try:
                 await self.broker.start()
+                self._unreachable = None
                 return
             except BrokerRefused:
                 raise
             except Exception as exc:
                 attempt += 1
                 delay = backoff.delay(attempt)
+                self._unreachable = f"{type(exc).__name__}: {exc}"
                 log.error(
                     "the relay cannot reach the broker at %s (attempt %d), retrying in %.1fs: %s",
                     self.settings.broker_url,

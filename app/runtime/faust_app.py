@@ -19,6 +19,7 @@ from mode.supervisors import CrashingSupervisor
 from app.logging_setup import worker_logging_options
 from app.logging_streams import capture_standard_streams
 from app.monitoring.progress import Progress
+from app.monitoring.readiness import Check
 from app.registry import Registry
 from app.runtime import due
 from app.runtime.batches import BatchGivenUp, run_batches
@@ -39,13 +40,17 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
     # faust keeps per-app files here; off the working directory, one folder per app id.
     datadir = Path(tempfile.gettempdir()) / "effectively-once"
     datadir.mkdir(parents=True, exist_ok=True)
-    app = faust.App(
+    app = _App(
         settings.app_id,
         broker=settings.broker_url,
         broker_session_timeout=settings.broker_session_timeout_seconds,
         broker_heartbeat_interval=min(3.0, settings.broker_session_timeout_seconds / 3),
         consumer_auto_offset_reset="earliest",
         topic_partitions=settings.order_topic_partitions,
+        topic_replication_factor=settings.topic_replication_factor,
+        # Static membership: a member that restarts within the session timeout under the
+        # same id takes its partitions back without a rebalance of the group.
+        consumer_group_instance_id=settings.group_instance_id,
         store="memory://",
         datadir=str(datadir / settings.app_id),
         web_enabled=True,
@@ -55,7 +60,7 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
         app.on_worker_init.connect(capture_standard_streams)
     set_fetch_max_wait(app, settings.fetch_max_wait_ms)
     services = _LazyServices(settings, registry)
-    progress = add_observability(app, settings, registry)
+    progress = add_observability(app, settings, registry, services.relay_health)
     base = settings.order_topic
     _agent(app, _topic(app, settings, base), services, progress, "main", wait_until_due=False)
     for delay in settings.retry_delay_seconds:
@@ -70,6 +75,19 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
         await services.close()
 
     return app
+
+
+class _App(faust.App):
+    """faust's app, with a member URL that a static member keeps across restarts."""
+
+    async def on_first_start(self) -> None:
+        instance = self.conf.consumer_group_instance_id
+        if instance:
+            # faust's assignor requires the URL in the assignment the broker kept for a
+            # static member to be the member's own; ``faust worker --web-port`` sets it
+            # from the host and port, which a restart may change.
+            self.conf.canonical_url = f"http://{instance}"  # type: ignore[assignment]
+        await super().on_first_start()
 
 
 def _topic(app: faust.App, settings: Settings, name: str) -> Any:
@@ -161,6 +179,12 @@ class _LazyServices:
                 # Start-up is over: what exists now lives as long as the worker.
                 tune_garbage_collector(self.settings.gc_young_threshold)
             return self._services
+
+    def relay_health(self) -> Check | None:
+        """The in-worker relay's ``/ready`` check; None before start-up or without a relay."""
+        if self._services is None or self._services.relay is None:
+            return None
+        return self._services.relay.health()
 
     async def close(self) -> None:
         if self._services is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import faust
@@ -80,8 +81,15 @@ class _Database:
             await self._engine.dispose()
 
 
-def add_observability(app: faust.App, settings: Settings, registry: Registry) -> Progress:
-    """Serve the three pages, sample parking every 10 s; returns the agent's ``Progress``."""
+def add_observability(
+    app: faust.App,
+    settings: Settings,
+    registry: Registry,
+    relay_health: Callable[[], readiness.Check | None] = lambda: None,
+) -> Progress:
+    """Serve the three pages, sample parking every 10 s; returns the agent's ``Progress``.
+
+    ``relay_health`` is the in-worker relay's check (None while it does not run)."""
     progress = Progress()
     database = _Database(settings.database_url, settings.db_timeouts)
     partitions = FaustPartitions(app)
@@ -122,8 +130,11 @@ def add_observability(app: faust.App, settings: Settings, registry: Registry) ->
             stalled = readiness.progress(
                 waiting, progress.since_last_batch(), settings.ready_stall_seconds
             )
-            assigned = readiness.partitions(_assigned(partitions))
-            report = readiness.Readiness((db, broker, assigned, stalled))
+            settled = app.rebalancing_count > 0 and not app.rebalancing
+            assigned = readiness.partitions(_assigned(partitions), settled)
+            relay = relay_health()
+            checks = (db, broker, assigned, stalled, *([relay] if relay is not None else []))
+            report = readiness.Readiness(checks)
             return self.json(report.body(), status=200 if report.ok else 503)
 
     @app.task

@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db import tables
 from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
+from app.demo.broker import LocalBroker
 from tests.conftest import unavailable
 from tests.integration.support.databases import Databases, ServiceUnavailable
 from tests.integration.support.kafka import OrderTopic
@@ -70,17 +71,39 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> SharedBroker:
         unavailable(f"the test broker did not start: {exc}")
 
 
-@pytest.fixture
-def stream(broker: SharedBroker) -> Stream:
-    """A topic and consumer group (APP_ID) no other test uses."""
+@pytest.fixture(scope="session")
+def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    """A Tansu broker, for the tests that need a broker without idempotent producers."""
+    local = LocalBroker(log_path=tmp_path_factory.mktemp("tansu") / "tansu.log")
+    try:
+        local.start()
+    except Exception as exc:  # no binary (the demo extra), or it did not start
+        unavailable(f"the Tansu broker did not start: {exc}")
+    yield local
+    local.stop()
+
+
+def _new_stream(url: str, bootstrap: str) -> Stream:
     tag = uuid.uuid4().hex[:10]
     return Stream(
-        broker_url=broker.url,
-        bootstrap=broker.bootstrap,
+        broker_url=url,
+        bootstrap=bootstrap,
         topic=f"orders-{tag}",
         app_id=f"eo-test-{tag}",
         partitions=PARTITIONS,
     )
+
+
+@pytest.fixture
+def stream(broker: SharedBroker) -> Stream:
+    """A topic and consumer group (APP_ID) no other test uses."""
+    return _new_stream(broker.url, broker.bootstrap)
+
+
+@pytest.fixture
+def tansu_stream(tansu: LocalBroker) -> Stream:
+    """A topic and consumer group of this test's own on the Tansu broker."""
+    return _new_stream(tansu.url, tansu.bootstrap)
 
 
 @pytest.fixture

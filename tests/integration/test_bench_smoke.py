@@ -21,9 +21,11 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from app.demo.broker import broker_binary
+from app.demo.kafka_jars import kafka_classpath
 from bench.steal import cpu_times
 from tests.conftest import unavailable
 from tests.integration.support.databases import CONNECT_TIMEOUT_SECONDS, POSTGRES_SERVER
+from tests.integration.support.session_broker import broker_kind
 
 pytestmark = pytest.mark.integration
 
@@ -47,6 +49,7 @@ async def test_bench_smoke_run_is_correct_for_every_scenario(
         "--json-out", str(out),
         "--postgres-server", POSTGRES_SERVER,
         "--redis-url", redis_url,
+        "--broker", broker_kind(),
     ]  # fmt: skip
     process = await asyncio.create_subprocess_exec(
         *command,
@@ -70,6 +73,7 @@ async def test_bench_smoke_run_is_correct_for_every_scenario(
     wrong = {name: row["detail"] for name, row in rows.items() if row["correct"] is not True}
     assert not wrong, wrong
     assert results["correct"] is True
+    assert results["settings"]["broker"] == broker_kind()
     for name in ("one", "three"):
         assert rows[name]["p50_ms"] is not None, f"{name}: the latency run did not report"
     if cpu_times() is not None:  # Linux: every row says what the host took
@@ -94,6 +98,9 @@ async def _require_postgres() -> None:
 
 def _require_broker() -> None:
     try:
-        broker_binary()
-    except Exception as exc:  # any failure to find the binary means "no broker"
-        unavailable(f"no Tansu broker binary: {exc}")
+        if broker_kind() == "kafka":
+            kafka_classpath()
+        else:
+            broker_binary()
+    except Exception as exc:  # any failure to find Java, Maven or the binary means "no broker"
+        unavailable(f"no {broker_kind()} broker: {exc}")

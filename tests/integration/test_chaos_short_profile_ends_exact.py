@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import unavailable
+from tests.integration.support.session_broker import broker_kind
 
 pytestmark = pytest.mark.integration
 
@@ -43,6 +44,7 @@ async def test_the_short_soak_ends_exact(tmp_path: Path) -> None:
     out = tmp_path / "chaos.json"
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "chaos", "--profile", "short", "--json-out", str(out),
+        "--broker", broker_kind(),
         cwd=REPO_ROOT,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -58,6 +60,7 @@ async def test_the_short_soak_ends_exact(tmp_path: Path) -> None:
     if process.returncode == CANNOT_RUN:
         unavailable(f"the chaos soak cannot run here: {report}")
     result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["broker"] == broker_kind()
 
     for kind, fault in result["faults"].items():
         assert fault["injected"] == fault["planned"] > 0, (kind, fault, report)

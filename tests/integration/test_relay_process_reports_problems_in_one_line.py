@@ -1,7 +1,7 @@
 """``python -m app relay`` tells an operator what is wrong in one line, never a password.
 
 Contract: a setting it cannot use (an invalid value, a metrics port in use, a broker
-that refuses idempotent producers with ``RELAY_IDEMPOTENT`` on) ends it with exit
+that refuses idempotent producers with ``RELAY_IDEMPOTENT`` on: Tansu 0.6) ends it with exit
 code 2 and one line naming the problem, no traceback. An unreachable database (given
 with a password) or a database without the outbox table is waited for, with a log
 line per attempt that shows the address without its password; SIGTERM then ends it
@@ -31,7 +31,9 @@ def finished(relays: Relays, env: dict[str, str], database_url: str, broker_url:
     return relay.log()
 
 
-async def test_settings_it_cannot_use_end_it_with_one_line(stream: Stream, tmp_path: Path) -> None:
+async def test_settings_it_cannot_use_end_it_with_one_line(
+    stream: Stream, tansu_stream: Stream, tmp_path: Path
+) -> None:
     relays = Relays(tmp_path / "relays")
     database = f"sqlite+aiosqlite:///{tmp_path / 'none.db'}"
     try:
@@ -47,7 +49,8 @@ async def test_settings_it_cannot_use_end_it_with_one_line(stream: Stream, tmp_p
             said = finished(relays, {"RELAY_METRICS_PORT": port}, database, stream.broker_url)
         assert said.startswith(f"effectively-once relay: cannot serve metrics on port {port}")
         assert len(said.splitlines()) == 1
-        said = finished(relays, {"RELAY_IDEMPOTENT": "true"}, database, stream.broker_url)
+        # Tansu 0.6: a broker without idempotent producers.
+        said = finished(relays, {"RELAY_IDEMPOTENT": "true"}, database, tansu_stream.broker_url)
         assert "set RELAY_IDEMPOTENT=false for a broker without it" in said
         assert "Traceback" not in said
     finally:
