@@ -4,7 +4,8 @@ Every line has ``ts`` (UTC, ISO 8601), ``level``, ``logger`` and ``message``;
 the fields in ``CONTEXT_FIELDS`` are added when the call passed them with
 ``extra=`` (``log.info("...", extra={"eventId": ..., "consumer": ...})``), and
 ``exc`` holds the traceback of a logged exception. ``LOG_FORMAT=text`` (the
-default) keeps faust's human-readable lines.
+default) keeps faust's human-readable lines. In a JSON worker, stdout and stderr
+are logged too, a traceback written there as one record (``app.logging_streams``).
 
 faust configures logging itself when the worker starts; ``faust_logging_config``
 is the dictConfig handed to it (the App's ``logging_config`` setting), merged
@@ -49,7 +50,7 @@ class JsonFormatter(logging.Formatter):
             value = record.__dict__.get(name)
             if value is not None:
                 line[name] = value
-        if record.exc_info:
+        if record.exc_info and record.exc_info[0] is not None:
             line["exc"] = self.formatException(record.exc_info)
         elif record.exc_text:
             line["exc"] = record.exc_text
@@ -67,7 +68,24 @@ def faust_logging_config(settings: Settings) -> dict[str, Any] | None:
         "merge": True,  # keep faust's root logger and its level; replace its handler
         "disable_existing_loggers": False,
         "formatters": {"json": {"()": f"{__name__}.JsonFormatter"}},
-        "handlers": {"default": {"class": "logging.StreamHandler", "formatter": "json"}},
+        # The real stderr: sys.stderr itself is logged (``worker_logging_options``).
+        "handlers": {
+            "default": {
+                "class": "logging.StreamHandler",
+                "formatter": "json",
+                "stream": "ext://sys.__stderr__",
+            }
+        },
+    }
+
+
+def worker_logging_options(settings: Settings) -> dict[str, Any]:
+    """The faust App's logging settings. JSON: faust's redirection of stdout and stderr
+    (a record per ``write``) gives way to ``app.logging_streams``, installed when the
+    worker starts (``on_worker_init``)."""
+    return {
+        "logging_config": faust_logging_config(settings),
+        "worker_redirect_stdouts": settings.log_format != "json",
     }
 
 

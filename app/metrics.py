@@ -9,7 +9,8 @@ or by the stage that knows (prefilter, retry routing, pauses).
 
 Label values are bounded: ``consumer`` is a registered consumer (``""`` for
 poison, no consumer's), ``event_type`` a known eventType or ``other``,
-``outcome`` a ``Kind``, ``dependency`` one of ``DEPENDENCIES``.
+``outcome`` a ``Kind``, ``tier`` a retry tier's name (``5s``), ``reason`` a
+``dlt-reason``, ``dependency`` one of ``DEPENDENCIES``.
 """
 
 from __future__ import annotations
@@ -371,10 +372,12 @@ def record_outcomes(outcomes: Sequence[Outcome], batch_seconds: float, batch_siz
         if kind == Kind.DUPLICATE:
             source = "prefilter" if outcome.detail == PREFILTER_SKIPPED else "database"
             duplicates[(outcome.consumer, source)] += 1
-        elif kind == Kind.RETRIED:  # detail: the retry topic the event went to
+        elif kind == Kind.RETRIED and RETRY_INFIX in outcome.detail:
+            # detail: the retry topic the event went to; the tier is its suffix (``5s``)
             retries[(outcome.consumer, outcome.detail.rpartition(RETRY_INFIX)[2])] += 1
-        elif kind in (Kind.DEAD_LETTERED, Kind.POISON):  # detail: the dlt-reason
-            dead[(outcome.consumer, _dead_reason(outcome.detail))] += 1
+        elif kind in (Kind.DEAD_LETTERED, Kind.POISON) and outcome.detail in _DEAD_REASONS:
+            # detail: the dlt-reason of the record written; poison read again wrote none
+            dead[(outcome.consumer, outcome.detail)] += 1
     for counter, metric in ((duplicates, DUPLICATES), (retries, RETRIES)):
         for labels, count in counter.items():
             metric.labels(*labels).inc(count)
@@ -461,6 +464,4 @@ def _event_type_label(event_type: str | None) -> str:
     return event_type if is_known_event_type(event_type) else "other"
 
 
-def _dead_reason(detail: str) -> str:
-    known = {reason.value for reason in DeadReason}
-    return detail if detail in known else "other"
+_DEAD_REASONS = frozenset(reason.value for reason in DeadReason)

@@ -6,6 +6,7 @@ Registration mistakes raise ``ConfigurationError`` at import, not at 3 a.m.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,9 +112,11 @@ def handler(
     event at a time (``fn`` then receives one-element lists) to find the culprit.
     """
     if not isinstance(event_type, str) or not is_known_event_type(event_type):
+        where = _caller_module()
         raise ConfigurationError(
-            f"@handler: unknown event type {event_type!r}; register its payload model "
-            "with @event_model in schemas/ first"
+            f"@handler in {where}: unknown event type {event_type!r}; register its payload "
+            f"model with @event_model({event_type!r}, version=1) in {where}, or in a module "
+            f"{where} imports, before this @handler"
         )
     if (
         not isinstance(consumer, str)
@@ -136,18 +139,22 @@ def handler(
             )
 
     def register(fn: HandlerFn) -> HandlerFn:
+        name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
         if not inspect.iscoroutinefunction(fn):
-            raise ConfigurationError(
-                f"@handler: {getattr(fn, '__qualname__', fn)!r} must be an `async def` function"
-            )
+            raise ConfigurationError(f"@handler: {name} must be an `async def` function")
         params = inspect.signature(fn).parameters
         if len(params) != 2:
             raise ConfigurationError(
-                f"@handler: {fn.__qualname__} must take exactly (event, ctx), "
-                f"it takes {list(params)}"
+                f"@handler: {name} must take exactly (event, ctx), it takes {list(params)}"
             )
         spec = HandlerSpec(event_type, consumer, fn, tuple(non_retryable), batch)
         (registry or default_registry).add(spec)
         return fn
 
     return register
+
+
+def _caller_module() -> str:
+    """The module that wrote ``@handler(...)``: two frames up, past ``handler`` itself."""
+    frame = sys._getframe(2)
+    return str(frame.f_globals.get("__name__", "your handler module"))

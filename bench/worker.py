@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from app.demo.worker import WorkerProcess
+
+# The checkout: bench is not installed (the wheel carries no bench), and its workers
+# import bench.bare_app, and the framework the bench measures, from here.
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 SESSION_TIMEOUT_SECONDS = 6  # Tansu holds a group join for half of it: a quick first assignment
 
@@ -39,7 +45,9 @@ def worker_env(
     The schema is migrated once by the bench, not by each worker, so that no
     migration transaction lands in a scenario's count.
     """
+    pythonpath = [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {
+        "PYTHONPATH": os.pathsep.join(pythonpath),
         "BROKER_URL": config.broker_url,
         "ORDER_TOPIC": config.topic,
         "ORDER_TOPIC_PARTITIONS": str(config.partitions),

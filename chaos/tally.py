@@ -15,6 +15,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, MetaData, String, Table, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+import schemas.order  # noqa: F401  (the example's models: the events this consumer counts)
 from app import Event, HandlerContext, add_to_counter, handler
 from app.db.tables import EVENT_ID
 

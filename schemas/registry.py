@@ -7,6 +7,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from app.errors import ConfigurationError
+
 ModelT = TypeVar("ModelT", bound=type[BaseModel])
 
 _MODELS: dict[tuple[str, int], type[BaseModel]] = {}
@@ -19,14 +21,20 @@ def event_model(event_type: str, version: int = 1) -> Callable[[ModelT], ModelT]
     def register(model: ModelT) -> ModelT:
         existing = _MODELS.get((event_type, version))
         if existing is not None and existing is not model:
-            raise ValueError(
-                f"{event_type} v{version} already has a model: {existing.__qualname__}"
+            raise ConfigurationError(
+                f"@event_model: {event_type} v{version} already has a model, "
+                f"{_name(existing)}; {_name(model)} cannot be a second one (one process "
+                "reads one event type one way: load only one of their modules)"
             )
         _MODELS[(event_type, version)] = model
         _TYPES.add(event_type)
         return model
 
     return register
+
+
+def _name(model: type[BaseModel]) -> str:
+    return f"{model.__module__}.{model.__qualname__}"
 
 
 def model_for(event_type: str, version: int) -> type[BaseModel] | None:

@@ -13,6 +13,10 @@ from typing import NoReturn
 
 import pytest
 
+# The tests speak the example's events: its payload models are registered in every test
+# process (a service's own process registers only what its handler modules import).
+import schemas.order  # noqa: F401
+
 
 def in_ci() -> bool:
     """True under ``CI=true``, where nothing may be skipped for lack of a service."""

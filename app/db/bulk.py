@@ -57,12 +57,13 @@ def columns_of(rows: Rows) -> tuple[str, ...]:
 
 
 @cache
-def insert(table: Table, columns: tuple[str, ...], conflict: tuple[str, ...] = PLAIN) -> Insert:
+def insert(table: Table, columns: tuple[str, ...], conflict: tuple[Any, ...] = PLAIN) -> Insert:
     """``INSERT INTO table (columns) SELECT columns FROM <the rows>``.
 
     ``conflict``: ``PLAIN`` (a duplicate key raises), ``IGNORE`` (skip it),
-    ``("add", key, column)`` (add the new value to the stored one) or
-    ``("overwrite", *columns)`` (replace those columns of the stored row).
+    ``("add", keys, column)`` (add the new value to the stored one) or
+    ``("overwrite", keys, columns)`` (replace those columns of the stored row), where
+    ``keys`` is the tuple of the conflicting key's column names.
     """
     source = _rows(table, columns)
     stmt = postgresql.insert(table).from_select(list(columns), select(*source.c))
@@ -70,14 +71,14 @@ def insert(table: Table, columns: tuple[str, ...], conflict: tuple[str, ...] = P
     if kind == "ignore":
         return stmt.on_conflict_do_nothing()
     if kind == "add":
-        key, column = args
+        keys, column = args
         return stmt.on_conflict_do_update(
-            index_elements=[key], set_={column: table.c[column] + stmt.excluded[column]}
+            index_elements=list(keys), set_={column: table.c[column] + stmt.excluded[column]}
         )
     if kind == "overwrite":
-        keys = [column.name for column in table.primary_key.columns]
+        keys, changed = args
         return stmt.on_conflict_do_update(
-            index_elements=keys, set_={name: stmt.excluded[name] for name in args}
+            index_elements=list(keys), set_={name: stmt.excluded[name] for name in changed}
         )
     return stmt
 

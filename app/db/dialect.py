@@ -1,9 +1,13 @@
-"""The few statements whose SQL differs between PostgreSQL, MySQL/MariaDB and SQLite."""
+"""The few statements whose SQL differs between PostgreSQL, MySQL/MariaDB and SQLite.
+
+A key is one column name or a sequence of them (``"sku"``, ``("day", "currency")``);
+a lookup takes one column and its values, or a sequence of columns and value tuples.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVarTuple
+from typing import Any, TypeAlias, TypeVarTuple
 
 from sqlalchemy import (
     ColumnElement,
@@ -13,6 +17,9 @@ from sqlalchemy import (
     Table,
     Update,
     bindparam,
+    func,
+    select,
+    tuple_,
     update,
 )
 from sqlalchemy.dialects import mysql, postgresql, sqlite
@@ -22,6 +29,17 @@ from sqlalchemy.sql.dml import Insert
 from app.db import bulk
 
 _Ts = TypeVarTuple("_Ts")
+
+Key: TypeAlias = str | Sequence[str]
+"""The columns that identify a row: one name, or a sequence of names."""
+
+KeyColumns: TypeAlias = ColumnElement[Any] | Sequence[ColumnElement[Any]]
+"""The columns a lookup matches: one column, or a sequence of columns (then values are tuples)."""
+
+
+def key_names(key: Key) -> tuple[str, ...]:
+    """``key`` as a tuple of column names (a lone name is not split into its letters)."""
+    return (key,) if isinstance(key, str) else tuple(key)
 
 
 def backend(session: AsyncSession) -> str:
@@ -58,7 +76,7 @@ async def _insert_many(
     session: AsyncSession,
     table: Table,
     rows: Sequence[dict[str, Any]],
-    conflict: tuple[str, ...],
+    conflict: tuple[Any, ...],
     executemany: Callable[[str], Insert],
 ) -> None:
     """``rows`` in one ``bulk.insert`` on PostgreSQL; elsewhere ``executemany(dialect)`` per row."""
@@ -75,21 +93,22 @@ async def _insert_many(
 async def update_rows(
     session: AsyncSession,
     table: Table,
-    keys: Sequence[str],
+    keys: Key,
     rows: Sequence[dict[str, Any]],
     **constants: Any,
 ) -> None:
     """For each row, set its other columns (and ``constants``) where its ``keys`` columns match.
 
-    Every row has the same columns. One statement on PostgreSQL (``UPDATE ... FROM
-    unnest``), an executemany elsewhere.
+    ``keys``: one column name or several. Every row has the same columns. One statement
+    on PostgreSQL (``UPDATE ... FROM unnest``), an executemany elsewhere.
     """
     if not rows:
         return
+    keys = key_names(keys)
     columns = bulk.columns_of(rows)
     options = {"synchronize_session": False}
     if backend(session) == "postgresql":
-        stmt = bulk.update_from(table, columns, tuple(keys), tuple(constants))
+        stmt = bulk.update_from(table, columns, keys, tuple(constants))
         one = bulk.params(table, rows) | bulk.constant_params(constants)
         await session.execute(stmt, one, execution_options=options)
         return
@@ -103,12 +122,12 @@ async def update_rows(
     await session.execute(stmt, params, execution_options=options)
 
 
-def add_on_conflict_stmt(dialect: str, table: Table, key: str, column: str) -> Insert:
+def add_on_conflict_stmt(dialect: str, table: Table, key: Key, column: str) -> Insert:
     """INSERT a row, or add its ``column`` value to the existing row's (an atomic counter)."""
     if dialect in ("postgresql", "sqlite"):
         ins = (postgresql if dialect == "postgresql" else sqlite).insert(table)
         return ins.on_conflict_do_update(
-            index_elements=[key],
+            index_elements=list(key_names(key)),
             set_={column: table.c[column] + ins.excluded[column]},
         )
     if dialect in ("mysql", "mariadb"):
@@ -118,15 +137,21 @@ def add_on_conflict_stmt(dialect: str, table: Table, key: str, column: str) -> I
 
 
 async def add_to_counter(
-    session: AsyncSession, table: Table, key: str, column: str, rows: Sequence[dict[str, Any]]
+    session: AsyncSession, table: Table, key: Key, column: str, rows: Sequence[dict[str, Any]]
 ) -> None:
-    """For each row, create it or add its ``column`` to the stored value."""
+    """For each row, create it or add its ``column`` to the stored value.
+
+    ``key``: the column, or the columns (``("day", "currency")``), of the primary key or
+    unique constraint that identifies a row; MySQL/MariaDB use whichever unique key the
+    row collides with.
+    """
+    keys = key_names(key)
     await _insert_many(
         session,
         table,
         rows,
-        ("add", key, column),
-        lambda dialect: add_on_conflict_stmt(dialect, table, key, column),
+        ("add", keys, column),
+        lambda dialect: add_on_conflict_stmt(dialect, table, keys, column),
     )
 
 
@@ -142,7 +167,7 @@ def list_size(dialect: str) -> int:
     return ARRAY_LIST_SIZE if dialect == "postgresql" else IN_LIST_SIZE
 
 
-def in_lists(values: Iterable[str], size: int = IN_LIST_SIZE) -> list[list[str]]:
+def in_lists(values: Iterable[Any], size: int = IN_LIST_SIZE) -> list[list[Any]]:
     """The distinct ``values``, sorted, cut into lists of at most ``size`` for ``IN (...)``.
 
     Sorted so that statements locking the matching rows lock them in one order.
@@ -165,35 +190,76 @@ def one_of(
     return column.in_(values)
 
 
+def key_in(dialect: str, columns: KeyColumns, values: Sequence[Any]) -> ColumnElement[bool]:
+    """``columns`` hold one of ``values``: ``one_of`` for one column; for several, the
+    row value ``(a, b) IN ...`` of value tuples (on PostgreSQL from one array per column,
+    unnested, so that the statement text stays the same whatever the count)."""
+    if isinstance(columns, ColumnElement):
+        return one_of(dialect, columns, values)
+    columns = list(columns)
+    if dialect != "postgresql":
+        return tuple_(*columns).in_(values)
+    arrays = [
+        bindparam(None, [value[i] for value in values], type_=postgresql.ARRAY(column.type))
+        for i, column in enumerate(columns)
+    ]
+    names = [f"k{i}" for i in range(len(columns))]
+    source = func.unnest(*arrays).table_valued(*names).render_derived()
+    return tuple_(*columns).in_(select(*source.c))
+
+
+def _lookup_values(columns: KeyColumns, values: Iterable[Any]) -> tuple[list[Any], int]:
+    """``values`` as ``key_in`` takes them (tuples for several columns) and their width."""
+    listed = list(values)
+    if isinstance(columns, ColumnElement):
+        return listed, 1
+    width = len(columns)
+    if not all(isinstance(value, tuple | list) and len(value) == width for value in listed):
+        raise ValueError(f"each value must be a tuple of {width} values, one per column")
+    return [tuple(value) for value in listed], width
+
+
 async def rows_where_in(
     session: AsyncSession,
     stmt: Select[*_Ts],
-    column: ColumnElement[Any],
-    values: Iterable[str],
+    column: KeyColumns,
+    values: Iterable[Any],
 ) -> list[Row[*_Ts]]:
-    """The rows of ``stmt`` whose ``column`` is one of ``values`` (one SELECT per ``in_lists``)."""
+    """The rows of ``stmt`` whose ``column`` is one of ``values`` (one SELECT per ``in_lists``).
+
+    ``column`` may be a sequence of columns; ``values`` are then tuples, one value per
+    column: ``rows_where_in(session, stmt, (t.c.day, t.c.currency), [(day, "EUR")])``.
+    """
     rows: list[Row[*_Ts]] = []
     dialect = backend(session)
-    for chunk in in_lists(values, list_size(dialect)):
-        rows.extend((await session.execute(stmt.where(one_of(dialect, column, chunk)))).all())
+    listed, width = _lookup_values(column, values)
+    for chunk in in_lists(listed, list_size(dialect) // width):
+        rows.extend((await session.execute(stmt.where(key_in(dialect, column, chunk)))).all())
     return rows
 
 
 async def execute_where_in(
     session: AsyncSession,
     stmt: Update | Delete,
-    column: ColumnElement[Any],
-    values: Iterable[str],
+    column: KeyColumns,
+    values: Iterable[Any],
 ) -> None:
-    """Run the UPDATE or DELETE ``stmt`` on the rows whose ``column`` is one of ``values``."""
+    """Run the UPDATE or DELETE ``stmt`` on the rows whose ``column`` is one of ``values``.
+
+    ``column`` may be a sequence of columns, ``values`` then tuples (as ``rows_where_in``).
+    """
     dialect = backend(session)
-    for chunk in in_lists(values, list_size(dialect)):
-        await session.execute(stmt.where(one_of(dialect, column, chunk)))
+    listed, width = _lookup_values(column, values)
+    for chunk in in_lists(listed, list_size(dialect) // width):
+        await session.execute(stmt.where(key_in(dialect, column, chunk)))
 
 
-def upsert_stmt(dialect: str, table: Table, update_columns: Sequence[str]) -> Insert:
-    """INSERT a row, or overwrite ``update_columns`` of the row with the same primary key."""
-    keys = [column.name for column in table.primary_key.columns]
+def upsert_stmt(
+    dialect: str, table: Table, update_columns: Sequence[str], key: Key | None = None
+) -> Insert:
+    """INSERT a row, or overwrite ``update_columns`` of the row with the same ``key``
+    (by default the primary key)."""
+    keys = list(_upsert_key(table, key))
     if dialect in ("postgresql", "sqlite"):
         ins = (postgresql if dialect == "postgresql" else sqlite).insert(table)
         return ins.on_conflict_do_update(
@@ -210,12 +276,26 @@ async def upsert(
     table: Table,
     rows: Sequence[dict[str, Any]],
     update_columns: Sequence[str],
+    *,
+    key: Key | None = None,
 ) -> None:
-    """Insert ``rows`` or overwrite ``update_columns`` where the key exists (one statement)."""
+    """Insert ``rows`` or overwrite ``update_columns`` where the key exists (one statement).
+
+    ``key``: the column, or columns, of the primary key or unique constraint the rows
+    conflict on; by default the primary key (MySQL/MariaDB: any unique key).
+    """
+    keys = _upsert_key(table, key)
+    changed = tuple(update_columns)
     await _insert_many(
         session,
         table,
         rows,
-        ("overwrite", *update_columns),
-        lambda dialect: upsert_stmt(dialect, table, update_columns),
+        ("overwrite", keys, changed),
+        lambda dialect: upsert_stmt(dialect, table, changed, keys),
     )
+
+
+def _upsert_key(table: Table, key: Key | None) -> tuple[str, ...]:
+    if key is None:
+        return tuple(column.name for column in table.primary_key.columns)
+    return key_names(key)

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from app import metrics
 from app.monitoring.pauses import batch_scope
-from app.pipeline.outcomes import Outcome
+from app.pipeline.outcomes import DEAD_LETTERED_BEFORE, Kind, Outcome
 from app.records import RawRecord
 from dlq.trip import due_at
 
@@ -25,7 +25,7 @@ log = logging.getLogger("effectively_once.outcomes")
 
 TopicPartition = tuple[str, int]
 
-# Outcomes worth a line at INFO; applied and duplicate events log at DEBUG only.
+# Outcomes worth a line at INFO or above; applied and duplicate events log at DEBUG only.
 _NOTABLE = frozenset({"parked", "stale", "retried", "dead-lettered", "skipped", "poison"})
 
 
@@ -154,14 +154,18 @@ class Progress:
 
 
 def log_outcomes(outcomes: Sequence[Outcome]) -> None:
-    """One line per outcome, fields in ``extra`` (``LOG_FORMAT=json`` turns them into keys)."""
+    """One line per outcome, fields in ``extra`` (``LOG_FORMAT=json`` turns them into keys).
+
+    A retried event is a WARNING, a dead letter (and poison dead-lettered now) an
+    ERROR, other notable outcomes INFO, applied and duplicate events DEBUG.
+    """
     if not log.isEnabledFor(logging.DEBUG):  # the common case: notable outcomes only
-        if not log.isEnabledFor(logging.INFO):
-            return
         outcomes = [outcome for outcome in outcomes if outcome.kind in _NOTABLE]
     for outcome in outcomes:
+        level = level_of(outcome)
+        if not log.isEnabledFor(level):
+            continue
         kind = str(outcome.kind)
-        level = logging.INFO if kind in _NOTABLE else logging.DEBUG
         extra = {
             "eventId": outcome.event_id,
             "consumer": outcome.consumer,
@@ -175,7 +179,20 @@ def log_outcomes(outcomes: Sequence[Outcome]) -> None:
         what = f"event {outcome.event_id}" if outcome.event_id else "a record without eventId"
         who = f" for {outcome.consumer}" if outcome.consumer else ""
         detail = f": {outcome.detail}" if outcome.detail else ""
-        log.log(level, "%s %s%s%s", what, kind, who, detail, extra=extra)
+        error = f" ({outcome.error})" if outcome.error else ""
+        log.log(level, "%s %s%s%s%s", what, kind, who, detail, error, extra=extra)
+
+
+def level_of(outcome: Outcome) -> int:
+    """The log level of ``outcome``'s line."""
+    kind = outcome.kind
+    if kind is Kind.RETRIED:
+        return logging.WARNING
+    if kind is Kind.DEAD_LETTERED:
+        return logging.ERROR
+    if kind is Kind.POISON:
+        return logging.INFO if outcome.detail == DEAD_LETTERED_BEFORE else logging.ERROR
+    return logging.INFO if kind in _NOTABLE else logging.DEBUG
 
 
 _OPTIONAL_FIELDS = (

@@ -174,6 +174,7 @@ class ConsumerBatch:
                         self.consumer,
                         item.event_id,
                         item.event.event_type,
+                        routed.detail,  # the tier's topic or the dlt-reason: a bounded label
                         str(failed),
                     )
                 )
@@ -206,7 +207,9 @@ class ConsumerBatch:
         routed = self.router.poison(poison, self.consumer)
         self._route(routed)
         event_id = poison.envelope.event_id if poison.envelope else None
-        self.outcomes.append(Outcome(routed.kind, self.consumer, event_id, None, routed.detail))
+        self.outcomes.append(
+            Outcome(routed.kind, self.consumer, event_id, None, routed.detail, str(poison.error))
+        )
 
     def _route(self, routed: Routed) -> None:
         """Record the failure and its next record together: the record as an outbox row."""

@@ -25,6 +25,10 @@ class Kind(StrEnum):
 class Outcome(NamedTuple):
     """``kind`` happened to ``event_id`` for ``consumer`` (``""`` for poison: no consumer's).
 
+    ``detail`` is a bounded value metrics may use as a label: for ``retried`` the retry
+    topic, for ``dead-lettered`` and ``poison`` the ``dlt-reason`` (or
+    ``DEAD_LETTERED_BEFORE``). ``error`` is the failure's own text, for logs only.
+
     A named tuple: immutable, and built per event and consumer, where a frozen
     dataclass costs several times as much.
     """
@@ -34,10 +38,15 @@ class Outcome(NamedTuple):
     event_id: str | None
     event_type: str | None = None
     detail: str = ""
+    error: str = ""
 
 
 REPLAYED = "replayed"
 """The ``detail`` of an ``Applied`` event that a replay brought back from the DLT."""
+
+DEAD_LETTERED_BEFORE = "dead-lettered-before"
+"""The ``detail`` of a ``poison`` record read again: its DLT record was written before
+(redelivered, or read by another consumer group), so none is written now."""
 
 
 def Applied(consumer: str, event_id: str, event_type: str, detail: str = "") -> Outcome:

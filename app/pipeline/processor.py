@@ -55,7 +55,7 @@ from app.pipeline.apply import HandlerFailed, Mode
 from app.pipeline.classify import is_unique_violation
 from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import Decoded, Poison, decode_batch, read_batch, validate_batch
-from app.pipeline.outcomes import Kind, Outcome
+from app.pipeline.outcomes import DEAD_LETTERED_BEFORE, Kind, Outcome
 from app.pipeline.pause import Backoff, OnPause, Streak, retry_in_place
 from app.pipeline.route import FailureRouter, Routed
 from app.pipeline.store import VersionConflict, failure_key, now, recorded_failures
@@ -173,8 +173,11 @@ class BatchProcessor:
         try:
             return await self._transaction(consumer, events, Mode.FAST)
         except HandlerFailed as failed:
-            log.info(
-                "%s: a handler failed (%s); re-running the batch event by event", consumer, failed
+            log.warning(
+                "%s: a handler failed (%s); re-running the batch event by event",
+                consumer,
+                failed,
+                exc_info=failed.cause,
             )
             metrics.record_rerun(consumer, RERUN_HANDLER_FAILED)
         # Outside the except block, so the failures found now don't chain the first one.
@@ -237,15 +240,17 @@ class BatchProcessor:
         if fresh:
             self._outbox_written()
         dead = {id(r) for r in fresh}
+        outcomes = []
         for p, r in zip(poison, routed, strict=True):
             if id(r) in dead:
-                log.warning("poison record %s (%s): %s", p.record.position, p.error.reason, p.error)
-            else:
+                log.error("poison record %s (%s): %s", p.record.position, p.error.reason, p.error)
+                detail = r.detail
+            else:  # its DLT record was written before: none now, and none counted
                 log.info("poison record %s was dead-lettered before", p.record.position)
-        return [
-            Outcome(Kind.POISON, "", p.envelope.event_id if p.envelope else None, None, r.detail)
-            for p, r in zip(poison, routed, strict=True)
-        ]
+                detail = DEAD_LETTERED_BEFORE
+            event_id = p.envelope.event_id if p.envelope else None
+            outcomes.append(Outcome(Kind.POISON, "", event_id, None, detail, str(p.error)))
+        return outcomes
 
     def _outbox_written(self) -> None:
         if self.on_outbox is not None:

@@ -16,7 +16,8 @@ from typing import Any
 import faust
 from mode.supervisors import CrashingSupervisor
 
-from app.logging_setup import faust_logging_config
+from app.logging_setup import worker_logging_options
+from app.logging_streams import capture_standard_streams
 from app.monitoring.progress import Progress
 from app.monitoring.readiness import Check
 from app.registry import Registry
@@ -53,8 +54,10 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
         store="memory://",
         datadir=str(datadir / settings.app_id),
         web_enabled=True,
-        logging_config=faust_logging_config(settings),
+        **worker_logging_options(settings),
     )
+    if settings.log_format == "json":
+        app.on_worker_init.connect(capture_standard_streams)
     set_fetch_max_wait(app, settings.fetch_max_wait_ms)
     services = _LazyServices(settings, registry)
     progress = add_observability(app, settings, registry, services.relay_health)

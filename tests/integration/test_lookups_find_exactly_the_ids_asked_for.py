@@ -77,7 +77,7 @@ async def test_ids_the_split_could_not_give_back_are_found_too(engine: AsyncEngi
 async def test_an_integer_column_is_looked_up_by_its_values(engine: AsyncEngine) -> None:
     offset = tables.consumed_event.c.aggregate_version
     async with session_factory(engine)() as session:
-        rows = await rows_where_in(session, select(offset), offset, [1, 3, 99])  # type: ignore[list-item]
+        rows = await rows_where_in(session, select(offset), offset, [1, 3, 99])
     assert sorted(row.aggregate_version for row in rows) == [1, 3]
 
 

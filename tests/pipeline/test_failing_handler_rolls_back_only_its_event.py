@@ -76,7 +76,7 @@ async def test_only_the_failing_event_is_rolled_back_and_its_successors_park(
         ("b1", Kind.APPLIED),
     ]
     assert handler_reruns() - reruns_before == 1  # the batch ran once more, event by event
-    assert "ValueError: points service rejected a2" in outcomes[1].detail
+    assert "ValueError: points service rejected a2" in outcomes[1].error
     assert await db.effects() == ["a1", "b1"]
     assert await db.consumed("points") == ["a1", "b1"]
     assert await db.parked("points") == ["a3"]

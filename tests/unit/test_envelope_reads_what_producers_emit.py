@@ -7,7 +7,7 @@ columns, no control character, versions within 32 bits; ids a JSON string or
 integer), leave ``aggregateVersion`` optional but at least 1, are
 immutable, and dump back to camelCase. ``schemas.registry`` maps
 ``(eventType, eventVersion)`` to one model: re-registering the same model is
-harmless, a different model for a taken slot is an error.
+harmless, a different model for a taken slot is a ``ConfigurationError`` naming both.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from app.errors import ConfigurationError
 from schemas import Envelope, event_model, is_known_event_type, model_for
 from schemas.order import OrderCancelled, OrderCreated, OrderPaid
 
@@ -184,7 +185,12 @@ def test_a_second_model_for_a_taken_slot_is_an_error() -> None:
     class Impostor(BaseModel):
         order_id: str
 
-    with pytest.raises(ValueError, match="OrderPaid v1 already has a model: OrderPaid"):
+    with pytest.raises(ConfigurationError, match="OrderPaid v1 already has a model") as raised:
         event_model("OrderPaid", version=1)(Impostor)
+
+    assert "schemas.order.OrderPaid" in str(raised.value)
+    assert f"{__name__}.test_a_second_model_for_a_taken_slot_is_an_error.<locals>.Impostor" in str(
+        raised.value
+    )
 
     assert model_for("OrderPaid", 1) is OrderPaid

@@ -5,7 +5,8 @@ and eventType (an eventType no schema knows is ``other``, so producers cannot
 blow up the label set); a duplicate the Redis prefilter skipped counts as
 ``source=prefilter``, any other as ``database``; a ``retried`` outcome counts
 under its tier (from the retry topic), a ``dead-lettered`` or ``poison`` one
-under its dlt-reason; an ``applied`` outcome of a replay also counts as a
+under its dlt-reason, and poison read again (``DEAD_LETTERED_BEFORE``: no DLT
+record written) not at all; an ``applied`` outcome of a replay also counts as a
 replay of its consumer (a replay that is a duplicate or a skip does not).
 The prefilter's own running totals and circuit state are
 exported as they are.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from app import metrics
 from app.metrics import REGISTRY
-from app.pipeline.outcomes import REPLAYED, Kind, Outcome
+from app.pipeline.outcomes import DEAD_LETTERED_BEFORE, REPLAYED, Kind, Outcome
 from app.prefilter.stage import SKIPPED
 
 
@@ -65,6 +66,23 @@ def test_each_outcome_counts_once_under_its_labels() -> None:
         "applied": 1, "other": 1, "db": 1, "pf": 1, "tier": 1, "dead": 1, "poison": 1,
         "batches": 1, "records": 6,
     }
+
+
+def test_poison_read_again_counts_no_dlt_record() -> None:
+    dlt = "effectively_once_dlt_records_total"
+    before = {r: sample(dlt, consumer="", reason=r) for r in ("invalid-schema", "other")}
+
+    metrics.record_outcomes(
+        [
+            Outcome(Kind.POISON, "", "p1", None, DEAD_LETTERED_BEFORE, "field required"),
+            Outcome(Kind.POISON, "", "p2", None, "invalid-schema", "field required"),
+        ],
+        batch_seconds=0.1,
+        batch_size=2,
+    )
+
+    moved = {r: sample(dlt, consumer="", reason=r) - before[r] for r in before}
+    assert moved == {"invalid-schema": 1, "other": 0}
 
 
 def test_a_replay_counts_once_it_applies() -> None:

@@ -3,10 +3,10 @@
 Contract: ``@handler(event_type, consumer=..., non_retryable=...)`` raises
 ``ConfigurationError`` (never registering anything) when the function is not
 ``async def``, does not take exactly ``(event, ctx)``, the event type has no
-payload model in ``schemas/``, the consumer name is empty, longer than 100
-characters or has surrounding spaces, ``non_retryable`` holds anything but
-exception types, or the same function is registered twice for one event type
-and consumer.
+payload model registered (the message names the module to register it in), the
+consumer name is empty, longer than 100 characters or has surrounding spaces,
+``non_retryable`` holds anything but exception types, or the same function is
+registered twice for one event type and consumer.
 """
 
 from __future__ import annotations
@@ -61,8 +61,10 @@ def test_a_function_of_the_wrong_shape_is_rejected(fn: Any, message: str) -> Non
 
 @pytest.mark.parametrize("event_type", ["OrderShipped", "orderpaid", "", "OrderPaid "])
 def test_an_event_type_without_a_payload_model_is_rejected(event_type: str) -> None:
-    with pytest.raises(ConfigurationError, match="unknown event type"):
+    with pytest.raises(ConfigurationError, match="unknown event type") as raised:
         handler(event_type, consumer="points", registry=Registry())
+
+    assert f"@event_model({event_type!r}, version=1) in {__name__}" in str(raised.value)
 
 
 @pytest.mark.parametrize("consumer", ["", " points", "points ", "x" * 101, None])

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import schemas.order  # noqa: F401  (the example's models: OrderPaid, which this probe handles)
 from app.registry import handler
 
 CONSUMER = "slow-probe"

@@ -1,0 +1,134 @@
+"""A failure is never logged as routine: a handler failure is a WARNING, a dead letter an ERROR.
+
+Contract: when a handler raises, every log record about that event is at WARNING or
+above: the batch's re-run, with the exception's traceback attached (``exc_info``),
+and the ``retried`` outcome, which names the tier topic and the exception's type and
+message. Its ``dead-lettered`` outcome (retries run out, or a non-retryable failure)
+is an ERROR, as is poison whose DLT record is written now. Poison read again, whose
+DLT record was written before, is INFO: nothing new went to the DLT. Outcomes that
+are no failure (applied, parked) stay below WARNING.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+import pytest
+
+from app.context import HandlerContext
+from app.errors import PermanentError
+from app.monitoring.progress import log_outcomes
+from app.pipeline.outcomes import Outcome
+from app.records import RawRecord
+from app.registry import Registry, handler
+from dlq.topics import retry_topic
+from schemas.envelope import Event
+from tests.pipeline.events import TOPIC, Records, envelope
+from tests.pipeline.support import MakeProcessor, Outbox
+
+DELAYS = (1.0,)
+
+
+def register(registry: Registry, error: Exception) -> None:
+    """``points`` raises ``error`` for ``bad``, and applies anything else."""
+
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        if event.event_id == "bad":
+            raise error
+
+
+async def processed(
+    make_processor: MakeProcessor, batch: list[RawRecord], caplog: pytest.LogCaptureFixture
+) -> list[Outcome]:
+    """Run ``batch`` and log its outcomes as the worker does, capturing every level."""
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="effectively_once"):
+        outcomes = await make_processor(delays=DELAYS).process(batch)
+        log_outcomes(outcomes)
+    return outcomes
+
+
+def about(caplog: pytest.LogCaptureFixture, text: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if text in r.getMessage()]
+
+
+async def test_a_handler_failure_is_a_warning_with_its_traceback(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    register(registry, ValueError("no points for bad"))
+    batch = [
+        records.event("good", aggregate_id="o-1", version=1),
+        records.event("bad", aggregate_id="o-2", version=1),
+        records.event("later", aggregate_id="o-2", version=2),
+    ]
+
+    await processed(make_processor, batch, caplog)
+
+    failure = about(caplog, "no points for bad")
+    assert failure and all(r.levelno == logging.WARNING for r in failure)
+    assert any(r.exc_info and r.exc_info[1] is not None for r in failure)
+    [retried] = about(caplog, "event bad retried")
+    assert retried.levelno == logging.WARNING
+    assert retry_topic(TOPIC, 1) in retried.getMessage()
+    assert "ValueError: no points for bad" in retried.getMessage()
+    for routine in ("event good applied", "event later parked"):
+        [record] = about(caplog, routine)
+        assert record.levelno < logging.WARNING
+
+
+async def test_a_dead_letter_is_an_error(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    outbox: Outbox,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    register(registry, ValueError("still no points"))
+    await processed(make_processor, [records.event("bad")], caplog)
+    [to_tier] = await outbox.to(retry_topic(TOPIC, 1))
+
+    await processed(make_processor, [records.delivered(to_tier)], caplog)
+
+    [dead] = about(caplog, "event bad dead-lettered")
+    assert dead.levelno == logging.ERROR
+    assert "retries-exhausted" in dead.getMessage()
+    assert "ValueError: still no points" in dead.getMessage()
+
+
+async def test_a_non_retryable_failure_is_an_error(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    register(registry, PermanentError("never"))
+
+    await processed(make_processor, [records.event("bad")], caplog)
+
+    [dead] = about(caplog, "event bad dead-lettered")
+    assert dead.levelno == logging.ERROR
+    assert "non-retryable" in dead.getMessage()
+
+
+async def test_poison_is_an_error_when_dead_lettered_and_info_when_read_again(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    register(registry, ValueError("unused"))
+    env = envelope("poisoned")
+    del env["occurredAt"]
+    poison = records.raw(orjson.dumps(env))
+
+    await processed(make_processor, [poison], caplog)
+    assert {r.levelno for r in about(caplog, "poison")} == {logging.ERROR}
+
+    await processed(make_processor, [poison], caplog)
+    again = about(caplog, "poison")
+    assert again and {r.levelno for r in again} == {logging.INFO}
