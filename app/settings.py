@@ -97,6 +97,7 @@ class Settings(BaseSettings):
     relay_backoff_initial_seconds: float = Field(default=1.0, gt=0)
     relay_backoff_max_seconds: float = Field(default=300.0, gt=0)
     relay_idempotent: bool = True
+    relay_stop_grace_seconds: float = Field(default=5.0, ge=0, le=300)
     relay_metrics_port: int = Field(default=6067, ge=0, le=65_535)
     outbox_retention: timedelta = timedelta(days=7)
     dedup_retention: timedelta = timedelta(days=30)

@@ -55,9 +55,8 @@ async def read_topic(broker_url: str, topic: str) -> list[RawRecord]:
 async def read_at(broker_url: str, topic: str, partition: int, offset: int) -> RawRecord | None:
     """The record at ``partition``/``offset`` of ``topic``, or None if there is none."""
     async with _consumer(broker_url) as consumer:
-        if partition not in {
-            tp.partition for tp in await _partitions(consumer, broker_url, topic)
-        }:
+        known = await _partitions(consumer, broker_url, topic)
+        if partition not in {tp.partition for tp in known}:
             return None
         tp = TopicPartition(topic, partition)
         consumer.assign([tp])
@@ -83,10 +82,13 @@ async def _read_to(consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) 
 async def _partitions(
     consumer: AIOKafkaConsumer, broker_url: str, topic: str
 ) -> list[TopicPartition]:
-    # Asked, not looked up: a new client of Apache Kafka knows no topic's partitions until
-    # it requests the metadata of all of them (aiokafka's consumer has no public call).
-    cluster = await consumer._client.fetch_all_metadata()
-    found = cluster.partitions_for_topic(topic)
+    found = consumer.partitions_for_topic(topic)
+    if not found:
+        # A consumer starts knowing only the topics its first metadata request named: on
+        # Apache Kafka (metadata v1 and later, an empty list is no topic) none. Every topic
+        # is asked for, not this one: naming a missing topic would have the broker create it.
+        metadata = await consumer._client.fetch_all_metadata()
+        found = metadata.partitions_for_topic(topic)
     if not found:
         raise NothingMatched(
             f"no topic {topic} on the broker at {broker_url} (nothing was dead-lettered yet?)"

@@ -24,6 +24,14 @@ beyond its search window, sent again: at least once, consumers dedup).
 Between cycles the relay sleeps ``poll_interval`` unless the last claim was full
 (longer while it keeps finding nothing), or ``wake()`` is called (the worker does
 after a commit that wrote rows).
+
+``stop()``: no wave is sent once ``stop_grace`` seconds have passed, and the wait for
+acknowledgements ends then too; the rows never sent go back to ``PENDING``. A row whose
+record was sent and not yet acknowledged is neither: the producer may still deliver
+it, so it stays ``PROCESSING`` under the lease until ``finish()``, called once the
+producer has closed (and so delivered or failed every record it held), writes its
+outcome. Released early, it would be claimed and sent again while its first copy
+still reached the topic; marked published, it would be lost if that copy never did.
 """
 
 from __future__ import annotations
@@ -87,6 +95,7 @@ class RelayConfig:
     attempt_backoff: Backoff = field(default_factory=lambda: Backoff(1.0, 300.0))
     pause_backoff: Backoff = field(default_factory=Backoff)
     owner: str = field(default_factory=lambda: default_owner())
+    stop_grace: float = STOP_GRACE_SECONDS
 
 
 def default_owner() -> str:
@@ -106,6 +115,10 @@ class _Cycle:
     published: list[dict[str, Any]] = field(default_factory=list)
     failed: list[settle.Failed] = field(default_factory=list)
     stopped: set[tuple[str, str]] = field(default_factory=set)
+    # Sent, not acknowledged when the stop's grace ran out: the outcome is the producer's.
+    unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = field(
+        default_factory=dict
+    )
 
     def waves(self) -> list[list[dict[str, Any]]]:
         """Wave ``k``: the ``k``-th claimed row of each aggregate (claim order is id order)."""
@@ -124,8 +137,25 @@ class _Cycle:
         self.failed.append(settle.Failed(row["id"], row["retry_count"], error))
         self.stopped.add((row["aggregate_type"], row["aggregate_id"]))
 
+    def wait_for(self, row: dict[str, Any], future: asyncio.Future[Any]) -> None:
+        self.unanswered[row["id"]] = (row, future)
+        self.stopped.add((row["aggregate_type"], row["aggregate_id"]))
+
+    def take(self, row: dict[str, Any], future: asyncio.Future[Any]) -> bool:
+        """Record the outcome of ``row``'s send; False when ``future`` holds a failure
+        that is nobody's attempt (the broker could not be reached)."""
+        error = future.exception()
+        if error is None:
+            self.published.append(row)
+        elif is_row_fault(error):
+            self.fail(row, _describe(error))
+        else:
+            return False
+        return True
+
     def unsent(self) -> list[int]:
         done = {row["id"] for row in self.published} | {f.id for f in self.failed}
+        done |= set(self.unanswered)
         return [row["id"] for row in self.rows if row["id"] not in done]
 
 
@@ -149,6 +179,7 @@ class Relay:
         self._stop = asyncio.Event()
         self._stop_at: float | None = None
         self._held: list[int] = []
+        self._unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self._floor = Floor()
         self.published = 0  # rows this relay marked PUBLISHED
         # When the last claim-publish-settle cycle ended (monotonic), empty ones included.
@@ -164,7 +195,8 @@ class Relay:
         self._wake.set()
 
     def stop(self) -> None:
-        """Finish the rows in hand (up to a few seconds), then return from ``run``."""
+        """Finish the rows in hand (up to ``stop_grace`` seconds), then return from ``run``;
+        then ``finish`` once the broker has closed."""
         if not self._stop.is_set():
             self._stop_at = time.monotonic()
             self._stop.set()
@@ -235,6 +267,13 @@ class Relay:
         finally:
             await self._settle(cycle)
             self._held = []
+            if cycle.unanswered:
+                self._unanswered.update(cycle.unanswered)
+                log.warning(
+                    "stopped while %d record(s) awaited their acknowledgement: their rows "
+                    "stay claimed until the producer has closed",
+                    len(cycle.unanswered),
+                )
         metrics.relay_batch(len(rows))
         return len(rows)
 
@@ -315,34 +354,40 @@ class Relay:
                     raise
         await self._await_acks(list(futures.values()))
         for row_id, future in futures.items():
-            if not future.done():
-                continue  # stopping: unknown, released unsent
             row, _ = pending[row_id]
-            error = future.exception()
-            if error is None:
-                cycle.published.append(row)
+            if not future.done():
+                # Stopping, the grace ran out: the producer still holds the record.
+                cycle.wait_for(row, future)
                 del pending[row_id]
-            elif is_row_fault(error):
-                cycle.fail(row, _describe(error))
+            elif cycle.take(row, future):
                 del pending[row_id]
             else:
-                trouble = error
+                trouble = future.exception()
         return trouble
 
     async def _await_acks(self, futures: Sequence[asyncio.Future[Any]]) -> None:
-        """Wait for every future, renewing the lease meanwhile; gives up only when stopping."""
+        """Wait for every future, renewing the lease meanwhile; gives up only when stopping,
+        ``stop_grace`` seconds after ``stop`` (called before or during the wait)."""
         waiting = [f for f in futures if not f.done()]
+        if not waiting:
+            return
         renew_every = self.config.lease_seconds / 3
         started, said = time.monotonic(), -math.inf
-        while waiting:
-            timeout = renew_every
-            if self.stopping:
-                timeout = max(0.0, STOP_GRACE_SECONDS - self._since_stop())
-            if timeout <= 0:
-                return
-            await asyncio.wait(waiting, timeout=min(timeout, renew_every))
-            waiting = [f for f in waiting if not f.done()]
-            if waiting and not self.stopping:
+        acked = asyncio.ensure_future(asyncio.wait(waiting))  # cancelling it leaves them be
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            while not acked.done():
+                if self.stopping:
+                    left = self.config.stop_grace - self._since_stop()
+                    if left <= 0:
+                        return
+                    await asyncio.wait([acked], timeout=left)
+                    continue
+                await asyncio.wait(
+                    [acked, stop], timeout=renew_every, return_when=asyncio.FIRST_COMPLETED
+                )
+                if acked.done() or self.stopping:
+                    continue
                 waited = time.monotonic() - started
                 if waited - said >= WAIT_LOG_SECONDS:
                     said = waited
@@ -350,9 +395,12 @@ class Relay:
                         "waiting %.0fs for the broker to acknowledge %d record(s); "
                         "the lease on them is kept",
                         waited,
-                        len(waiting),
+                        sum(1 for f in waiting if not f.done()),
                     )
                 await self._renew()
+        finally:
+            acked.cancel()
+            stop.cancel()
 
     async def _renew(self) -> None:
         now = self.clock()
@@ -372,6 +420,32 @@ class Relay:
             )
 
     # --- settling -------------------------------------------------------------------------
+
+    async def finish(self) -> None:
+        """Write the outcome of the rows whose record was still unacknowledged when the
+        stop's grace ran out; call it after ``run`` returned and the broker was closed.
+
+        Closing the producer (``KafkaBroker.stop``) delivers what it held, or fails it:
+        acknowledged rows are ``PUBLISHED``, refused ones count an attempt, the others go
+        back to ``PENDING``. A row still without an answer stays ``PROCESSING`` under the
+        lease: whoever claims it once the lease expired looks for its record on the topic
+        before sending it again (``app.outbox.recovered``)."""
+        unanswered, self._unanswered = self._unanswered, {}
+        if not unanswered:
+            return
+        cycle = _Cycle([row for row, _ in unanswered.values()])
+        for row, future in unanswered.values():
+            if not future.done() or future.cancelled():
+                cycle.wait_for(row, future)
+            else:
+                cycle.take(row, future)
+        await self._settle(cycle)
+        if cycle.unanswered:
+            log.warning(
+                "%d row(s) stay PROCESSING: the broker never answered for their records; "
+                "once the lease expires they are claimed again, looked for on the topic first",
+                len(cycle.unanswered),
+            )
 
     async def _settle(self, cycle: _Cycle) -> None:
         now = self.clock()
@@ -500,7 +574,7 @@ class Relay:
         return time.monotonic() - self._stop_at if self._stop_at is not None else 0.0
 
     def _grace_over(self) -> bool:
-        return self._since_stop() >= STOP_GRACE_SECONDS
+        return self._since_stop() >= self.config.stop_grace
 
 
 def _describe(exc: BaseException) -> str:

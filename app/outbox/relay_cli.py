@@ -1,8 +1,9 @@
 """``python -m app relay``: ship ``DATABASE_URL``'s outbox to ``BROKER_URL`` until SIGTERM.
 
 Several may run at once, against one database, in any number of processes. On
-SIGTERM (or Ctrl-C) the relay finishes the rows in hand (a few seconds at most),
-hands the rest back, and exits 0. Prometheus metrics are served on
+SIGTERM (or Ctrl-C) the relay finishes the rows in hand (``RELAY_STOP_GRACE_SECONDS``),
+hands back the rows it never sent, marks the rest as the producer's close leaves
+them, and exits 0. Prometheus metrics are served on
 ``RELAY_METRICS_PORT`` (``0``: none). A setting it cannot use (an invalid value, a
 busy metrics port, a broker that refuses an idempotent producer) is one line on
 stderr and exit code 2; an unreachable database or broker is waited for, one log

@@ -46,6 +46,7 @@ def relay_config(settings: Settings) -> RelayConfig:
             settings.infra_retry_max_seconds,
             settings.infra_retry_jitter,
         ),
+        stop_grace=settings.relay_stop_grace_seconds,
     )
 
 
@@ -139,7 +140,8 @@ class RelayRunner:
             await asyncio.wait([self._tasks[0]])
 
     async def stop(self) -> None:
-        """Finish the rows in hand, release the rest, close the producer and the engine."""
+        """Finish the rows in hand, release the rest, close the producer (which delivers or
+        fails what it still holds), write what became of those rows, close the engine."""
         self.relay.stop()
         if self._tasks:
             for task in self._tasks[1:]:  # the sampler; the relay itself ends on its own
@@ -149,6 +151,7 @@ class RelayRunner:
                     await task
             self._tasks = []
         await self.broker.stop()
+        await self.relay.finish()
         await self.engine.dispose()
         log.info("relay %s stopped: %d row(s) published", self.relay.owner, self.relay.published)
 

@@ -11,7 +11,9 @@ with and without Redis (``REDIS_URL``), which may only ever be a shortcut in
 front of the database's dedup record.
 
 The example consumers are idempotent on their own, so the test-only
-``tally`` consumer counts how many times each event took effect.
+``tally`` consumer counts how many times each event took effect. A worker that keeps
+running a batch again (a duplicate past the dedup check collides with its own dedup
+record on every run) fails the test within seconds, saying so.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.orders import Order, messages
 from tests.integration.support.state import CONSUMERS, Database, every_consumer
+from tests.integration.support.waiting import rerunning_forever
 from tests.integration.support.workers import Workers
 
 pytestmark = pytest.mark.integration
@@ -51,7 +54,7 @@ async def test_same_event_id_takes_effect_once_also_across_a_restart(
     first_delivery += [c_created, c_paid, c_created, c_paid_republished]
     await topic.send(messages(*first_delivery, a_paid_republished))
     worker = workers.start(database_url, handler_modules=HANDLER_MODULES, env=env)
-    await topic.drained(workers=[worker])
+    await topic.drained(workers=[worker], stuck=rerunning_forever([worker]))
 
     assert await db.balances() == {"alice": 123, "bob": 50, "carol": 20}
     assert await db.reserved() == {"SKU-A": 3, "SKU-B": 3, "SKU-C": 1}
@@ -65,7 +68,7 @@ async def test_same_event_id_takes_effect_once_also_across_a_restart(
     await topic.send(
         messages(a_paid, b_created, b_cancelled, c_paid, b_paid, b_cancelled, a_created, c_created)
     )
-    await topic.drained(workers=[restarted])
+    await topic.drained(workers=[restarted], stuck=rerunning_forever([restarted]))
 
     # Only bob's cancel is new: his 50 points and his reservation go back, once.
     assert await db.balances() == {"alice": 123, "bob": 0, "carol": 20}

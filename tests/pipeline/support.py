@@ -1,5 +1,6 @@
 """What the pipeline tests share besides fixtures: the ``effect`` table, reads of the
-database, the frozen clock and the records the pipeline left in the outbox.
+database, the frozen clock, the records the pipeline left in the outbox, and a bounded
+``process`` for tests where a broken check would make a batch run again forever.
 
 Test handlers write one ``effect`` row per call through ``ctx.session``, so a
 rolled-back effect is visible as a missing row and a doubled one as two rows.
@@ -7,6 +8,8 @@ rolled-back effect is visible as a missing row and a doubled one as two rows.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,9 +20,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.context import HandlerContext
 from app.db import tables
 from app.db.tables import outbox_event
+from app.metrics import REGISTRY
 from app.outbox.message import Message, message_of
 from app.pipeline.outcomes import Kind, Outcome
-from app.pipeline.processor import BatchProcessor
+from app.pipeline.processor import RERUN_CONFLICT, BatchProcessor
+from app.records import RawRecord
 
 MakeProcessor = Callable[..., BatchProcessor]
 
@@ -137,3 +142,53 @@ class Outbox:
 def header_map(record: Message) -> dict[str, str]:
     """A record's headers as text (the tests check elsewhere that none repeats)."""
     return {name: value.decode() for name, value in record.headers}
+
+
+# One processor and no other writer: a batch never loses a race, so a few conflicts in a
+# row already mean it never will commit.
+MAX_CONFLICT_RERUNS = 3
+PROCESS_SECONDS = 30.0  # a backstop: an endless rerun is caught by its count first
+
+
+async def process_bounded(
+    processor: BatchProcessor, records: Sequence[RawRecord], within: float = PROCESS_SECONDS
+) -> list[Outcome]:
+    """``processor.process(records)``, failing at once, with the reason, when the batch keeps
+    being rolled back and run again, and after ``within`` seconds in any case.
+
+    A duplicate that gets past the dedup check is applied again, and its dedup record
+    then collides with the one already written: the batch is taken for the loser of a
+    race (``VersionConflict``), rolled back and run again, forever. An event without an
+    ``aggregateVersion`` has no version gate to stop it before that."""
+    before = conflict_reruns()
+    running = asyncio.ensure_future(processor.process(records))
+    deadline = asyncio.get_running_loop().time() + within
+    try:
+        while not running.done():
+            await asyncio.wait({running}, timeout=0.02)
+            reruns = conflict_reruns() - before
+            assert reruns <= MAX_CONFLICT_RERUNS, (
+                f"the batch was rolled back and run again {reruns:.0f} times, each time over "
+                "a dedup record written meanwhile, with no other writer: an event already "
+                "applied got past the dedup check and collides with its own dedup record"
+            )
+            assert asyncio.get_running_loop().time() < deadline, (
+                f"the batch did not finish within {within:g}s"
+            )
+        return running.result()
+    finally:
+        if not running.done():
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await running
+
+
+def conflict_reruns() -> float:
+    """Batches rolled back and run again over a conflict, in this process (every consumer)."""
+    return sum(
+        sample.value
+        for metric in REGISTRY.collect()
+        if metric.name == "effectively_once_batch_reruns"
+        for sample in metric.samples
+        if sample.name.endswith("_total") and sample.labels.get("reason") == RERUN_CONFLICT
+    )

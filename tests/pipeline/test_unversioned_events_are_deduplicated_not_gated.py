@@ -14,7 +14,7 @@ from app.pipeline.outcomes import Kind
 from app.registry import Registry, handler
 from schemas.envelope import Event
 from tests.pipeline.events import Records
-from tests.pipeline.support import Db, MakeProcessor, kinds, write_effect
+from tests.pipeline.support import Db, MakeProcessor, kinds, process_bounded, write_effect
 
 
 def register_recording(registry: Registry, calls: list[str]) -> None:
@@ -31,8 +31,8 @@ async def test_unversioned_events_apply_in_arrival_order_and_once(
     register_recording(registry, calls)
     x, y = records.event("x", version=None), records.event("y", version=None)
 
-    first = await make_processor().process([y, x, records.again(y)])
-    later = await make_processor().process([records.again(x)])
+    first = await process_bounded(make_processor(), [y, x, records.again(y)])
+    later = await process_bounded(make_processor(), [records.again(x)])
 
     assert kinds(first) == [("y", Kind.APPLIED), ("x", Kind.APPLIED), ("y", Kind.DUPLICATE)]
     assert kinds(later) == [("x", Kind.DUPLICATE)]
@@ -51,8 +51,8 @@ async def test_an_unversioned_event_neither_waits_for_nor_moves_the_versioned_on
     calls: list[str] = []
     register_recording(registry, calls)
 
-    outcomes = await make_processor().process(
-        [records.event("v2", version=2), records.event("free", version=None)]
+    outcomes = await process_bounded(
+        make_processor(), [records.event("v2", version=2), records.event("free", version=None)]
     )
 
     assert kinds(outcomes) == [("v2", Kind.PARKED), ("free", Kind.APPLIED)]

@@ -14,7 +14,7 @@ so once drained, the database holds the final state, including the effect
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
@@ -77,9 +77,16 @@ class OrderTopic:
                 lag[tp.partition] = end - done
         return lag
 
-    async def drained(self, *, workers: Iterable[WorkerProcess], within: float = 60) -> None:
-        """Wait until the group has committed every record produced so far."""
+    async def drained(
+        self,
+        *,
+        workers: Iterable[WorkerProcess],
+        within: float = 60,
+        stuck: Callable[[], str | None] | None = None,
+    ) -> None:
+        """Wait until the group has committed every record produced so far (``stuck``: see
+        ``waiting.eventually``)."""
         await eventually(
             self.lag, lambda lag: not lag, what="consumer group lag to reach 0",
-            within=within, workers=workers,
+            within=within, workers=workers, stuck=stuck,
         )

@@ -1,4 +1,5 @@
-"""Polling with a deadline that fails early, with the log, when a worker has died."""
+"""Polling with a deadline that fails early, with the log, when a worker has died, or
+when a test's own ``stuck`` check says waiting longer is pointless."""
 
 from __future__ import annotations
 
@@ -22,12 +23,14 @@ async def eventually(
     what: str,
     within: float,
     workers: Iterable[WorkerProcess] = (),
+    stuck: Callable[[], str | None] | None = None,
 ) -> T:
     """Poll ``probe`` until ``done(value)``; return that value.
 
     A probe that raises (a table the worker has not created yet) counts as not
     done. Raises ``AssertionError`` naming ``what``, the last value seen and
-    each worker's log tail after ``within`` seconds, or as soon as a watched worker exits.
+    each worker's log tail after ``within`` seconds, as soon as a watched worker exits,
+    or as soon as ``stuck()`` gives a reason (then that reason).
     """
     watched = list(workers)
     deadline = time.monotonic() + within
@@ -42,11 +45,39 @@ async def eventually(
                 return value
             last = value
         dead = [worker for worker in watched if not worker.alive]
-        if dead or time.monotonic() > deadline:
-            why = "a worker exited" if dead else f"not within {within}s"
+        hopeless = stuck() if stuck is not None else None
+        if dead or hopeless or time.monotonic() > deadline:
+            why = "a worker exited" if dead else hopeless or f"not within {within}s"
             states = "\n".join(worker.describe() for worker in watched)
             raise AssertionError(f"{what}: {why}; last seen {last!r}\n{states}")
         await asyncio.sleep(POLL_SECONDS)
+
+
+RERUN_LINE = "running the batch again"
+MAX_RERUNS = 20
+
+
+def rerunning_forever(
+    workers: Iterable[WorkerProcess], limit: int = MAX_RERUNS
+) -> Callable[[], str | None]:
+    """A ``stuck`` check for tests whose worker races nobody: a batch rolled back and run
+    again more than ``limit`` times (the worker logs each) never commits. A duplicate that
+    got past the dedup check does that: its dedup record collides with the one written
+    before, which the batch takes for a race it lost, and runs again."""
+    watched = list(workers)
+
+    def check() -> str | None:
+        for worker in watched:
+            reruns = [line for line in worker.log().splitlines() if RERUN_LINE in line]
+            if len(reruns) > limit:
+                return (
+                    f"worker {worker.name} ran a batch again {len(reruns)} times with no other "
+                    "worker to race (a duplicate past the dedup check collides with its own "
+                    f"dedup record on every run); last: {reruns[-1].strip()}"
+                )
+        return None
+
+    return check
 
 
 async def path_appears(
