@@ -82,7 +82,7 @@ async def test_emitted_rows_follow_the_handlers_commit(migrated_database: str) -
         outcomes = await processor.process(batch)
         assert kinds(outcomes) == [("e1", Kind.APPLIED), ("e2", Kind.RETRIED), ("e3", Kind.APPLIED)]
         assert await processor.process([records.again(batch[0])]) == [
-            (Kind.DUPLICATE, "points", "e1", "OrderPaid", "")
+            (Kind.DUPLICATE, "points", "e1", "OrderPaid", "", "")
         ]
     finally:
         await engine.dispose()
