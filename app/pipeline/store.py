@@ -47,6 +47,7 @@ from app.db.tables import (
     outbox_event,
     parked_event,
 )
+from app.pipeline.apply import RecordRefused
 from app.pipeline.classify import is_unique_violation
 from app.records import RawRecord, headers_from_json, headers_to_json
 from dlq.trip import Trip
@@ -291,6 +292,19 @@ class ConsumerStore:
             if not is_unique_violation(exc):
                 raise
             raise VersionConflict(f"{table.name} record(s) written meanwhile") from exc
+
+    async def claim_alone(self, table: Table, row: dict[str, Any]) -> None:
+        """Insert one dedup (or parked) record in a savepoint of its own (``ESCALATED`` mode);
+        ``RecordRefused`` if the database refuses it as a duplicate key (only it is undone)."""
+        savepoint = await self.session.begin_nested()
+        try:
+            await insert_rows(self.session, table, [row])
+        except IntegrityError as exc:
+            await savepoint.rollback()
+            if not is_unique_violation(exc):
+                raise
+            raise RecordRefused(table.name, exc) from exc
+        await savepoint.commit()
 
     async def _write_versions_if_unchanged(self, changes: BatchChanges, stamp: datetime) -> None:
         """PostgreSQL: write the version of every aggregate the batch advanced or parked an
