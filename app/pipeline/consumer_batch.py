@@ -5,7 +5,9 @@ The order inside the transaction matters:
    transaction wrote each, see ``store``), so nobody else applies them meanwhile
    unnoticed,
 2. read which eventIds this consumer already applied or parked (dedup, after the
-   versions so a concurrent worker's commit is visible),
+   versions so a concurrent worker's commit is visible), and its failures of them
+   not yet settled: an event that takes effect, or is found applied, through any
+   copy settles them (``resolved``),
 3. read the parked events of the batch's aggregates (so a gap can close),
 4. walk the events in arrival order: duplicate, stale, park, or apply and drain
    the parked successors (in FAST mode the walk only plans: the handlers then
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.context import HandlerContext
 from app.db.tables import consumed_event, parked_event
@@ -66,17 +69,23 @@ class ConsumerBatch:
     _store: ConsumerStore = field(init=False)
     # ESCALATED mode: the events parked here whose row is written already.
     _parked_written: set[str] = field(default_factory=set)
+    # This consumer's failures of the batch's events that are not settled, by eventId.
+    _open_failures: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
 
     async def run(self, events: list[Decoded]) -> list[Outcome]:
         """Process ``events`` (arrival order) and write the results; the caller commits."""
         self._store = store = ConsumerStore(self.ctx.session, self.consumer)
         gated = [e.event.aggregate for e in events if e.event.aggregate_version is not None]
         self._versions = await store.read_versions(gated)
-        seen = await store.seen_event_ids([e.event_id for e in events])
+        found = await store.seen_event_ids([e.event_id for e in events])
+        self._open_failures = found.open_failures
+        seen = found.consumed | found.parked
         self._parked_db = await store.parked_for(gated)
         for item in events:
             if item.event_id in seen:
                 self._out(Duplicate, item)
+                if item.event_id in found.consumed:  # it took effect (through any copy)
+                    self._settle_failures(item.event_id, FailureStatus.RESOLVED)
                 continue
             seen.add(item.event_id)
             await self._gate(item)
@@ -195,10 +204,11 @@ class ConsumerBatch:
             except EventFailed as failed:
                 self._fail(item, failed)
                 return False
+        status = FailureStatus.SKIPPED if trip.skip else FailureStatus.RESOLVED
         if trip.consumer is not None:
-            self._changes.resolve(
-                trip, FailureStatus.SKIPPED if trip.skip else FailureStatus.RESOLVED
-            )
+            self._changes.resolve(trip, status)
+        # Its failures through other copies (a producer's second copy) are over too.
+        self._settle_failures(item.event_id, status)
         if not escalated:  # written with its effects already
             self._changes.consumed.append(consumed)
         if trip.skip:
@@ -206,6 +216,12 @@ class ConsumerBatch:
         else:  # a replay counts once it applies; its later trips through the tiers carry the count
             self._out(Applied, item, REPLAYED if trip.replay_count else "")
         return True
+
+    def _settle_failures(self, event_id: str, status: str) -> None:
+        """Mark this consumer's open failures of ``event_id`` ``status``: the event took
+        effect (or was skipped) for it, through whichever copy."""
+        for key in self._open_failures.get(event_id, ()):
+            self._changes.settle(key, status)
 
     async def _park_alone(self, item: Decoded) -> bool:
         """``ESCALATED`` mode: write ``item``'s parked row now, in a savepoint of its own;
