@@ -27,6 +27,7 @@ from app.context import HandlerContext
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import alembic_config, migration_lock, upgrade_to_head
 from app.db.tables import aggregate_version, consumed_event
+from app.metrics import REGISTRY
 from app.pipeline.outcomes import Kind
 from app.pipeline.pause import Backoff
 from app.pipeline.processor import BatchProcessor
@@ -92,16 +93,26 @@ async def versions(engine: AsyncEngine) -> dict[str, int | None]:
         return {agg_id: last for agg_id, last in rows}
 
 
+def conflict_reruns() -> float:
+    """Batches of ``points`` run again after a conflict, in this process."""
+    sample = REGISTRY.get_sample_value(
+        "effectively_once_batch_reruns_total", {"consumer": "points", "reason": "conflict"}
+    )
+    return sample or 0.0
+
+
 async def test_an_event_id_with_a_trailing_space_is_another_event(engine: AsyncEngine) -> None:
     registry, records, db = points_registry(), Records(), Db(engine)
     processor = processor_over(engine, registry)
 
     first = await processor.process([records.event("e1", aggregate_id="o-1")])
+    reruns = conflict_reruns()
     second = await asyncio.wait_for(
         processor.process([records.event("e1 ", aggregate_id="o-2")]), WITHIN_SECONDS
     )
 
     assert kinds(first + second) == [("e1", Kind.APPLIED), ("e1 ", Kind.APPLIED)]
+    assert conflict_reruns() == reruns
     assert sorted(await db.effects("points")) == ["e1", "e1 "]
     assert await db.consumed("points") == ["e1", "e1 "]
     assert await db.failed() == []
