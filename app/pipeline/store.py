@@ -137,9 +137,6 @@ class Seen(NamedTuple):
     parked: set[str]  # waiting in ``parked_event``
     open_failures: dict[str, list[tuple[Any, ...]]]  # failure keys of rows not settled
 
-    def __contains__(self, event_id: object) -> bool:
-        return event_id in self.consumed or event_id in self.parked
-
 
 class VersionConflict(Exception):
     """Another transaction wrote a version row this batch read, or a dedup record it was
