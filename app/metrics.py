@@ -82,8 +82,9 @@ CONSUMER_BATCH_DURATION = Histogram(
 BATCH_RERUNS = Counter(
     "effectively_once_batch_reruns_total",
     "A consumer's batch rolled back and run again: 'conflict' (another worker wrote one of "
-    "its aggregates meanwhile), 'handler-failed' (again, one savepoint per event) or "
-    "'escalated' (event by event after the database kept cancelling one of its statements).",
+    "its aggregates or events meanwhile), 'handler-failed' (again, one savepoint per event) "
+    "or 'escalated' (event by event after the database kept cancelling one of its "
+    "statements, or the batch kept meeting a conflict).",
     ["consumer", "reason"],
     registry=REGISTRY,
 )

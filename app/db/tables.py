@@ -17,8 +17,9 @@ Invariants:
   what the Redis prefilter's keys are namespaced by, so that they never speak
   for another database (a fresh one, or one restored and given a new id).
 - Ids and types compare byte for byte on every database: on MySQL and MariaDB
-  their columns use the binary collation (``binary_id``), where the default one
-  would make ``ORDER-A``, ``order-a`` and ``órder-a`` one aggregate.
+  their columns use a NO PAD binary collation (``binary_id``), where the default
+  one would make ``ORDER-A``, ``order-a`` and ``órder-a`` one aggregate, and
+  ``utf8mb4_bin`` (PAD SPACE) would make ``e1`` and ``e1 `` one event.
 - ``outbox_event`` holds events to publish, written in the transaction that decided
   them (by an order service, by ``ctx.emit``, or by the worker's own failure routing),
   until the relay ships them (``app.outbox``). Other languages insert into it with
@@ -26,6 +27,8 @@ Invariants:
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -42,10 +45,13 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import mysql
-from sqlalchemy.types import TypeEngine
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
-# The collation of every id and type column on MySQL and MariaDB (see the migration 0004).
-BINARY_COLLATION = "utf8mb4_bin"
+# The collation of every id and type column on MySQL and MariaDB (see the migration 0005):
+# binary, and NO PAD, so that trailing spaces count. Each server names its own.
+MARIADB_BINARY_COLLATION = "utf8mb4_nopad_bin"
+MYSQL_BINARY_COLLATION = "utf8mb4_0900_bin"
 
 metadata = MetaData()
 
@@ -59,10 +65,35 @@ INTEGER_MAX = 2**31 - 1  # the largest value an ``Integer`` column stores on eve
 BIGINT_MAX = 2**63 - 1  # ... and a ``BigInteger`` column
 
 
+def binary_collation(dialect: Dialect) -> str:
+    """The NO PAD binary collation of the MySQL or MariaDB server ``dialect`` speaks to."""
+    mariadb = getattr(dialect, "is_mariadb", False)
+    return MARIADB_BINARY_COLLATION if mariadb else MYSQL_BINARY_COLLATION
+
+
+class _BinaryId(TypeDecorator[str]):
+    """``VARCHAR(length)``; on MySQL and MariaDB in the server's NO PAD binary collation
+    (known only once connected, so chosen per dialect rather than as a variant)."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, length: int) -> None:
+        super().__init__(length)
+        self.length = length
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        length = self.length
+        if dialect.name in ("mysql", "mariadb"):
+            exact = mysql.VARCHAR(length, charset="utf8mb4", collation=binary_collation(dialect))
+            return dialect.type_descriptor(exact)
+        return dialect.type_descriptor(String(length))
+
+
 def binary_id(length: int) -> TypeEngine[str]:
-    """A string id compared as bytes; MySQL's and MariaDB's default collations ignore case."""
-    binary = mysql.VARCHAR(length, charset="utf8mb4", collation=BINARY_COLLATION)
-    return String(length).with_variant(binary, "mysql", "mariadb")
+    """A string id compared as bytes, trailing spaces included: MySQL's and MariaDB's default
+    collations ignore case and accents, and ``utf8mb4_bin`` ignores trailing spaces."""
+    return _BinaryId(length)
 
 
 consumed_event = Table(

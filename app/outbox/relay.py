@@ -219,10 +219,14 @@ class Relay:
         followed at once: rows written during it are due, and a pause on top of the
         cycle would only add to their wait); after each empty one the wait doubles, up
         to ``idle_poll_max``, so an idle relay costs the database little (``wake`` ends
-        the wait at once: the worker calls it after writing rows)."""
+        the wait at once: the worker calls it after writing rows; a wake during a cycle
+        makes the next one start as soon as it ends)."""
         pause = self.config.poll_interval
         while not self.stopping:
             started = time.monotonic()
+            # Cleared as the cycle starts, not after it: a wake that arrives during the
+            # cycle (rows committed meanwhile) then starts the next one at once.
+            self._wake.clear()
             try:
                 claimed = await self.run_once()
             except RelayStopped:
@@ -237,7 +241,6 @@ class Relay:
                 if claimed
                 else min(pause * 2, max(self.config.idle_poll_max, self.config.poll_interval))
             )
-            self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
                     self._wake.wait(), max(0.0, pause - (time.monotonic() - started))

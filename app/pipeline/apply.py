@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,8 +24,10 @@ class Mode(StrEnum):
     savepoint, so one failing event rolls back only its own effects.
     ``ESCALATED``: as ``ISOLATED``, and a statement the database cancels in a
     handler (its statement timeout, say) fails that event instead of pausing the
-    batch: the processor runs a batch so after the same cancellation kept
-    pausing it.
+    batch, and each event's dedup or parking record is written in the event's own
+    savepoint, so that a record the database refuses fails that event instead of
+    the batch: the processor runs a batch so after the same cancellation kept
+    pausing it, or the same batch kept meeting a duplicate key.
     """
 
     FAST = "fast"
@@ -33,13 +35,26 @@ class Mode(StrEnum):
     ESCALATED = "escalated"
 
 
-class HandlerFailed(Exception):
+class EventFailed(Exception):
+    """One event of the batch failed: it is routed (retry tier or DLT) with ``cause`` and
+    ``reason``, and only its own effects are rolled back."""
+
+    def __init__(self, message: str, cause: BaseException) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+    @property
+    def reason(self) -> str:
+        """``retryable`` (a later attempt may succeed)."""
+        return "retryable"
+
+
+class HandlerFailed(EventFailed):
     """A handler raised: carries the cause and the reason the failure path records."""
 
     def __init__(self, spec: HandlerSpec, cause: BaseException) -> None:
-        super().__init__(f"{spec.name}: {type(cause).__name__}: {cause}")
+        super().__init__(f"{spec.name}: {type(cause).__name__}: {cause}", cause)
         self.spec = spec
-        self.cause = cause
 
     @property
     def reason(self) -> str:
@@ -47,6 +62,16 @@ class HandlerFailed(Exception):
         if isinstance(self.cause, (PermanentError, *self.spec.non_retryable)):
             return PermanentError.reason
         return "retryable"
+
+
+class RecordRefused(EventFailed):
+    """The database refused the event's dedup (or parking) record as a duplicate key,
+    although the lookup before had found no such record: the database holds an id it
+    takes for this one (a collation coarser than Python's equality), or another worker
+    recorded the event meanwhile. A later attempt finds which."""
+
+    def __init__(self, table: str, cause: BaseException) -> None:
+        super().__init__(f"{table} record refused as a duplicate key: {cause}", cause)
 
 
 async def run_handlers(
@@ -127,14 +152,22 @@ def waves(plan: Sequence[Decoded]) -> list[list[Decoded]]:
 
 
 async def apply_isolated(
-    handlers: list[HandlerSpec], item: Decoded, ctx: HandlerContext, mode: Mode = Mode.ISOLATED
+    handlers: list[HandlerSpec],
+    item: Decoded,
+    ctx: HandlerContext,
+    mode: Mode = Mode.ISOLATED,
+    claim: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Like ``run_handlers``, inside a savepoint that is rolled back if a handler fails."""
+    """Like ``run_handlers``, inside a savepoint that is rolled back if a handler fails;
+    ``claim`` (the event's dedup record, ``ESCALATED`` mode) runs last in the same savepoint,
+    and may fail the event too (``RecordRefused``)."""
     mark, emitted = len(ctx._after_commit), len(ctx._emitted)
     savepoint = await ctx.session.begin_nested()
     try:
         await run_handlers(handlers, [item], ctx, blame_statements=mode is Mode.ESCALATED)
-    except HandlerFailed:
+        if claim is not None:
+            await claim()
+    except EventFailed:
         await savepoint.rollback()
         del ctx._after_commit[mark:]
         del ctx._emitted[emitted:]  # its events go with its effects

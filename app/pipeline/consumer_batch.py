@@ -5,7 +5,9 @@ The order inside the transaction matters:
    transaction wrote each, see ``store``), so nobody else applies them meanwhile
    unnoticed,
 2. read which eventIds this consumer already applied or parked (dedup, after the
-   versions so a concurrent worker's commit is visible),
+   versions so a concurrent worker's commit is visible), and its failures of them
+   not yet settled: an event that takes effect, or is found applied, through any
+   copy settles them (``resolved``),
 3. read the parked events of the batch's aggregates (so a gap can close),
 4. walk the events in arrival order: duplicate, stale, park, or apply and drain
    the parked successors (in FAST mode the walk only plans: the handlers then
@@ -15,16 +17,20 @@ The order inside the transaction matters:
    (failures' retry and DLT records, the handlers' ``ctx.emit``) in a few statements.
 The caller commits; only after that may the offsets move. A parked event the drain
 takes out of ``parked_event`` and fails leaves with its retry record in the outbox,
-in this same transaction.
+in this same transaction. In ``ESCALATED`` mode each event's dedup or parked record is
+written as it is decided, in the event's own savepoint, so that a record the database
+refuses fails (and routes) that event alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.context import HandlerContext
-from app.pipeline.apply import HandlerFailed, Mode, apply_isolated, apply_waves
+from app.db.tables import consumed_event, parked_event
+from app.pipeline.apply import EventFailed, Mode, apply_isolated, apply_waves
 from app.pipeline.decode import Decoded, Poison, decode
 from app.pipeline.gate import Gate, decide, effective_last
 from app.pipeline.outcomes import REPLAYED, Applied, Duplicate, Outcome, Parked, Skipped, Stale
@@ -60,17 +66,26 @@ class ConsumerBatch:
     _parked_db: dict[Aggregate, dict[int, ParkedRow]] = field(default_factory=dict)
     _parked_here: dict[Aggregate, dict[int, Decoded]] = field(default_factory=dict)
     _plan: list[Decoded] = field(default_factory=list)
+    _store: ConsumerStore = field(init=False)
+    # ESCALATED mode: the events parked here whose row is written already.
+    _parked_written: set[str] = field(default_factory=set)
+    # This consumer's failures of the batch's events that are not settled, by eventId.
+    _open_failures: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
 
     async def run(self, events: list[Decoded]) -> list[Outcome]:
         """Process ``events`` (arrival order) and write the results; the caller commits."""
-        store = ConsumerStore(self.ctx.session, self.consumer)
+        self._store = store = ConsumerStore(self.ctx.session, self.consumer)
         gated = [e.event.aggregate for e in events if e.event.aggregate_version is not None]
         self._versions = await store.read_versions(gated)
-        seen = await store.seen_event_ids([e.event_id for e in events])
+        found = await store.seen_event_ids([e.event_id for e in events])
+        self._open_failures = found.open_failures
+        seen = found.consumed | found.parked
         self._parked_db = await store.parked_for(gated)
         for item in events:
             if item.event_id in seen:
                 self._out(Duplicate, item)
+                if item.event_id in found.consumed:  # it took effect (through any copy)
+                    self._settle_failures(item.event_id, FailureStatus.RESOLVED)
                 continue
             seen.add(item.event_id)
             await self._gate(item)
@@ -84,6 +99,7 @@ class ConsumerBatch:
             parked_row(self.consumer, item.event, item.record)
             for slots in self._parked_here.values()
             for item in slots.values()
+            if item.event_id not in self._parked_written
         ]
         self._changes.held = {agg for agg, slots in self._parked_here.items() if slots}
         self._changes.emitted = self.ctx._emitted
@@ -115,6 +131,8 @@ class ConsumerBatch:
             if version in slots or version in self._parked_db.get(agg, {}):
                 self._out(Stale, item, f"another event already holds version {version}")
                 return
+            if self.mode is Mode.ESCALATED and not await self._park_alone(item):
+                return
             slots[version] = item
             self._out(Parked, item, f"waiting for version {last + 1}")
         elif await self._apply(item):
@@ -130,6 +148,8 @@ class ConsumerBatch:
             assert last is not None  # the caller just applied a version
             nxt = last + 1
             here = self._parked_here.get(agg, {}).pop(nxt, None)
+            if here is not None and here.event_id in self._parked_written:
+                self._changes.unparked.add(here.event_id)
             stored = self._parked_db.get(agg, {}).pop(nxt, None)
             if stored is not None:
                 self._changes.unparked.add(stored.event_id)
@@ -159,47 +179,77 @@ class ConsumerBatch:
         handlers = (
             [] if trip.skip else self.registry.handlers_for(self.consumer, item.event.event_type)
         )
+        event = item.event
+        consumed = {
+            "consumer_group": self.consumer,
+            "event_id": event.event_id,
+            "event_type": event.event_type,
+            "aggregate_type": event.aggregate_type,
+            "aggregate_id": event.aggregate_id,
+            "aggregate_version": event.aggregate_version,
+            # applied_at: stamped by ConsumerStore.save, just before the commit
+        }
+        escalated = self.mode is Mode.ESCALATED
         if self.mode is Mode.FAST:
             if handlers:
                 self._plan.append(item)
-        elif handlers:
-            try:
-                await apply_isolated(handlers, item, self.ctx, self.mode)
-            except HandlerFailed as failed:
-                routed = self.router.handler_failure(item, self.consumer, failed)
-                self._route(routed)
-                self.outcomes.append(
-                    Outcome(
-                        routed.kind,
-                        self.consumer,
-                        item.event_id,
-                        item.event.event_type,
-                        routed.detail,  # the tier's topic or the dlt-reason: a bounded label
-                        str(failed),
-                    )
-                )
-                return False
-        if trip.consumer is not None:
-            self._changes.resolve(
-                trip, FailureStatus.SKIPPED if trip.skip else FailureStatus.RESOLVED
+        elif handlers or escalated:
+            claim = (
+                (lambda: self._store.claim_alone(consumed_event, consumed | {"applied_at": now()}))
+                if escalated
+                else None
             )
-        event = item.event
-        self._changes.consumed.append(
-            {
-                "consumer_group": self.consumer,
-                "event_id": event.event_id,
-                "event_type": event.event_type,
-                "aggregate_type": event.aggregate_type,
-                "aggregate_id": event.aggregate_id,
-                "aggregate_version": event.aggregate_version,
-                # applied_at: stamped by ConsumerStore.save, just before the commit
-            }
-        )
+            try:
+                await apply_isolated(handlers, item, self.ctx, self.mode, claim)
+            except EventFailed as failed:
+                self._fail(item, failed)
+                return False
+        status = FailureStatus.SKIPPED if trip.skip else FailureStatus.RESOLVED
+        if trip.consumer is not None:
+            self._changes.resolve(trip, status)
+        # Its failures through other copies (a producer's second copy) are over too.
+        self._settle_failures(item.event_id, status)
+        if not escalated:  # written with its effects already
+            self._changes.consumed.append(consumed)
         if trip.skip:
             self._out(Skipped, item)
         else:  # a replay counts once it applies; its later trips through the tiers carry the count
             self._out(Applied, item, REPLAYED if trip.replay_count else "")
         return True
+
+    def _settle_failures(self, event_id: str, status: str) -> None:
+        """Mark this consumer's open failures of ``event_id`` ``status``: the event took
+        effect (or was skipped) for it, through whichever copy."""
+        for key in self._open_failures.get(event_id, ()):
+            self._changes.settle(key, status)
+
+    async def _park_alone(self, item: Decoded) -> bool:
+        """``ESCALATED`` mode: write ``item``'s parked row now, in a savepoint of its own;
+        False when the database refused it (``item`` is then routed)."""
+        try:
+            await self._store.claim_alone(
+                parked_event, parked_row(self.consumer, item.event, item.record)
+            )
+        except EventFailed as failed:
+            self._fail(item, failed)
+            return False
+        self._parked_written.add(item.event_id)
+        return True
+
+    def _fail(self, item: Decoded, failed: EventFailed) -> None:
+        """Route ``item``, which failed for this consumer (its effects are rolled back)."""
+        routed = self.router.handler_failure(item, self.consumer, failed)
+        self._route(routed)
+        self.outcomes.append(
+            Outcome(
+                routed.kind,
+                self.consumer,
+                item.event_id,
+                item.event.event_type,
+                routed.detail,  # the tier's topic or the dlt-reason: a bounded label
+                str(failed),
+            )
+        )
 
     def _dead_letter(self, poison: Poison) -> None:
         """A parked event that no longer decodes goes to the DLT for this consumer; its

@@ -20,7 +20,7 @@ from app.errors import (
     PoisonError,
     UnsupportedVersionError,
 )
-from app.pipeline.wire import LOOKED_ELSEWHERE, envelope_object, with_aggregate
+from app.pipeline.wire import AGGREGATE, LOOKED_ELSEWHERE, Source, envelope_object, with_aggregate
 from app.records import RawRecord
 from app.settings import DEFAULT_AGGREGATE_TYPE
 from dlq.trip import Trip
@@ -101,11 +101,12 @@ def _decode_json(
     ``None`` for anything else, which ``read`` and ``validate`` then handle and explain.
 
     The common case is a value that is the envelope as a JSON object (ids as strings
-    or integers), its aggregate in it or in the key: a value that does not name
-    ``aggregateId`` gets it (and ``aggregateType`` if need be) written in front from
-    the record (``wire.with_aggregate``; one byte search, about 3% of a record's
-    decode, where a failed first attempt cost more than the whole decode). A wrapped
-    value, or one that leaves its event id or type to a header, is read by ``read``.
+    or integers), its aggregate in it or in the key: a value that names neither
+    spelling of ``aggregateId`` (or of ``aggregateType``) gets it written in front
+    from the record, from where ``read`` would take it (``wire.SOURCES``,
+    ``wire.with_aggregate``; a few byte searches, about 3% of a record's decode, where
+    a failed first attempt cost more than the whole decode). A wrapped value, or one
+    that leaves its event id or type to a header, is read by ``read``.
 
     The model is chosen by the first ``eventType`` and ``eventVersion`` the bytes
     show, and kept only if the validated envelope has exactly that type and
@@ -132,10 +133,9 @@ def _decode_json(
         if typed is None:
             return None
         model, known = typed, True
-    if b'"aggregateId"' not in value:  # keyed by its aggregate: written in from the key
-        missing = ["aggregateId"]
-        if b'"aggregateType"' not in value:
-            missing.append("aggregateType")
+    # Keyed by its aggregate: written in from the record, as ``read`` takes it (``wire``).
+    missing = [source for source in AGGREGATE if not source.named_in(value)]
+    if missing:
         completed = with_aggregate(record, missing, default_aggregate_type)
         if completed is None:
             return None
@@ -161,13 +161,10 @@ def _decode_json(
     return Decoded(record, event, known, trip)
 
 
-_AGGREGATE: dict[tuple[int | str, ...], str] = {
-    ("aggregateId",): "aggregateId",
-    ("aggregateType",): "aggregateType",
-}
+_AGGREGATE: dict[tuple[int | str, ...], Source] = {(source.field,): source for source in AGGREGATE}
 
 
-def _aggregate_missing(exc: ValidationError) -> list[str]:
+def _aggregate_missing(exc: ValidationError) -> list[Source]:
     """The aggregate fields ``exc`` says are missing, if that is all it says."""
     if exc.error_count() > len(_AGGREGATE):
         return []

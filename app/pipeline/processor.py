@@ -30,14 +30,20 @@ An infrastructure failure at any step pauses and retries that step in place
 (consumers that already committed are not run again); a consumer's batch that
 the database keeps failing on the same cancelled statement is escalated after
 ``escalate_after`` pauses: run event by event, the event whose handler meets it
-is routed (``Mode.ESCALATED``). Only when this returns may the runtime let the
-offsets move: every effect is committed by then, and every record still to publish
-is committed in the outbox, so a crash at any point loses nothing (the relay ships
-the rows, the broker redelivers the rest).
+is routed (``Mode.ESCALATED``). A batch that meets a conflict (a version row or
+dedup record another transaction wrote) runs again at once, then after a
+back-off, and after ``escalate_after`` conflicts in a row is escalated too: an
+event whose dedup or parking record the database refuses is routed.
+
+Only when this returns may the runtime let the offsets move: every effect is
+committed by then, and every record still to publish is committed in the outbox,
+so a crash at any point loses nothing (the relay ships the rows, the broker
+redelivers the rest).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -158,16 +164,41 @@ class BatchProcessor:
     async def _consumer_once(
         self, consumer: str, events: list[Decoded], streak: Streak
     ) -> ConsumerBatch:
+        conflicts = 0
         while True:
             try:
                 if streak.failures >= self.escalate_after:
-                    return await self._escalated(consumer, events, streak)
+                    return await self._escalated(
+                        consumer,
+                        events,
+                        f"the database cancelled a statement of this batch {streak.failures} "
+                        f"times in a row ({streak.last[1] if streak.last else '?'})",
+                    )
+                if conflicts >= self.escalate_after:
+                    return await self._escalated(
+                        consumer, events, f"the batch met a conflict {conflicts} times in a row"
+                    )
                 return await self._consumer_attempt(consumer, events)
             except VersionConflict as conflict:
-                # Rolled back; another worker committed some of these aggregates meanwhile
-                # (a rebalance): the next run reads what it did.
-                log.info("%s: %s; running the batch again", consumer, conflict)
+                # Rolled back; another worker committed some of these aggregates or events
+                # meanwhile (a rebalance): the next run reads what it did, and the first runs
+                # again at once. A conflict that comes back is no race the next read settles
+                # (a record the database takes for another, say): the runs after it back off,
+                # and after ``escalate_after`` the batch runs event by event.
+                conflicts += 1
                 metrics.record_rerun(consumer, RERUN_CONFLICT)
+                if conflicts == 1:
+                    log.info("%s: %s; running the batch again", consumer, conflict)
+                    continue
+                delay = self.backoff.delay(conflicts - 1)
+                log.warning(
+                    "%s: %s (%d times in a row); running the batch again in %.1fs",
+                    consumer,
+                    conflict,
+                    conflicts,
+                    delay,
+                )
+                await asyncio.sleep(delay)
 
     async def _consumer_attempt(self, consumer: str, events: list[Decoded]) -> ConsumerBatch:
         try:
@@ -183,17 +214,14 @@ class BatchProcessor:
         # Outside the except block, so the failures found now don't chain the first one.
         return await self._transaction(consumer, events, Mode.ISOLATED)
 
-    async def _escalated(
-        self, consumer: str, events: list[Decoded], streak: Streak
-    ) -> ConsumerBatch:
-        """The database cancelled the same statement ``streak.failures`` times in a row: run
-        the batch event by event, and route the event whose handler meets it again."""
+    async def _escalated(self, consumer: str, events: list[Decoded], why: str) -> ConsumerBatch:
+        """The same failure kept coming back (``why``): run the batch event by event, and route
+        the event whose handler meets it again, or whose record the database refuses."""
         log.warning(
-            "%s: the database cancelled a statement of this batch %d times in a row (%s); "
-            "running it event by event, an event whose handler meets it again is routed",
+            "%s: %s; running it event by event, an event whose handler meets it again or "
+            "whose record the database refuses is routed",
             consumer,
-            streak.failures,
-            streak.last[1] if streak.last else "?",
+            why,
         )
         metrics.record_rerun(consumer, RERUN_ESCALATED)
         return await self._transaction(consumer, events, Mode.ESCALATED)

@@ -12,7 +12,7 @@ from typing import Any
 
 from app.db.tables import failed_event
 from app.outbox.records import DEAD_LETTER, RETRY, record_row
-from app.pipeline.apply import HandlerFailed
+from app.pipeline.apply import EventFailed
 from app.pipeline.decode import Decoded, Poison
 from app.pipeline.outcomes import Kind
 from app.records import RawRecord, headers_to_json
@@ -59,8 +59,9 @@ class FailureRouter:
     policy: RetryPolicy
     clock: Clock = field(default=utc_now)
 
-    def handler_failure(self, item: Decoded, consumer: str, failed: HandlerFailed) -> Routed:
-        """A handler of ``consumer`` raised on ``item``: next tier, or the DLT."""
+    def handler_failure(self, item: Decoded, consumer: str, failed: EventFailed) -> Routed:
+        """``item`` failed for ``consumer`` (a handler raised, or its record was refused): next
+        tier, or the DLT."""
         now = self.clock()
         trip = item.trip
         attempts = trip.attempts + 1

@@ -22,9 +22,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Table, and_, delete, or_, select, union_all
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Integer,
+    String,
+    Table,
+    and_,
+    cast,
+    delete,
+    literal,
+    null,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -47,8 +61,10 @@ from app.db.tables import (
     outbox_event,
     parked_event,
 )
+from app.pipeline.apply import RecordRefused
 from app.pipeline.classify import is_unique_violation
 from app.records import RawRecord, headers_from_json, headers_to_json
+from dlq.dead import SETTLED, FailureStatus
 from dlq.trip import Trip
 
 Aggregate = tuple[str, str]
@@ -103,6 +119,23 @@ async def recorded_failures(
         )
         found.update(tuple(row) for row in await session.execute(select(*columns).where(matches)))
     return found
+
+
+OPEN = tuple(status.value for status in FailureStatus if status not in SETTLED)
+"""The ``failed_event`` statuses of an event that has not taken effect (as far as the row
+knows): ``retrying``, ``dead``, ``replayed``, ``skip-requested``."""
+_CONSUMED, _PARKED, _FAILED = "c", "p", "f"
+# The failure key's columns in the parts of the lookup that have none (typed, so that every
+# database resolves the union's column types alike).
+_NO_KEY = (cast(null(), String), cast(null(), Integer), cast(null(), BigInteger))
+
+
+class Seen(NamedTuple):
+    """What the dedup lookup found of a batch's eventIds, for one consumer."""
+
+    consumed: set[str]  # applied (a dedup record)
+    parked: set[str]  # waiting in ``parked_event``
+    open_failures: dict[str, list[tuple[Any, ...]]]  # failure keys of rows not settled
 
 
 class VersionConflict(Exception):
@@ -201,19 +234,38 @@ class ConsumerStore:
                 found.append(((agg_type, agg_id), *rest))
         return found
 
-    async def seen_event_ids(self, event_ids: Sequence[str]) -> set[str]:
-        """Which of ``event_ids`` this consumer already applied or parked."""
-        seen: set[str] = set()
+    async def seen_event_ids(self, event_ids: Sequence[str]) -> Seen:
+        """Which of ``event_ids`` this consumer already applied or parked, and its failures
+        of them still open (one statement per list of ids: the third part is an index probe
+        of ``failed_event``, which is nearly always empty for them)."""
+        seen = Seen(set(), set(), {})
+        f = failed_event
         for ids in in_lists(event_ids, self.list_size):
-            consumed = select(consumed_event.c.event_id).where(
+            consumed = select(consumed_event.c.event_id, literal(_CONSUMED), *_NO_KEY).where(
                 consumed_event.c.consumer_group == self.consumer,
                 one_of(self.dialect, consumed_event.c.event_id, ids),
             )
-            parked = select(parked_event.c.event_id).where(
+            parked = select(parked_event.c.event_id, literal(_PARKED), *_NO_KEY).where(
                 parked_event.c.consumer_group == self.consumer,
                 one_of(self.dialect, parked_event.c.event_id, ids),
             )
-            seen.update((await self.session.scalars(union_all(consumed, parked))).all())
+            failed = select(
+                f.c.event_id, literal(_FAILED), f.c.topic, f.c.partition, f.c.offset
+            ).where(
+                f.c.consumer_group == self.consumer,
+                one_of(self.dialect, f.c.event_id, ids),
+                f.c.status.in_(OPEN),
+            )
+            for event_id, kind, topic, partition, offset in await self.session.execute(
+                union_all(consumed, parked, failed)
+            ):
+                if kind == _CONSUMED:
+                    seen.consumed.add(event_id)
+                elif kind == _PARKED:
+                    seen.parked.add(event_id)
+                else:
+                    key = (self.consumer, topic, partition, offset)
+                    seen.open_failures.setdefault(event_id, []).append(key)
         return seen
 
     async def parked_for(
@@ -292,6 +344,19 @@ class ConsumerStore:
                 raise
             raise VersionConflict(f"{table.name} record(s) written meanwhile") from exc
 
+    async def claim_alone(self, table: Table, row: dict[str, Any]) -> None:
+        """Insert one dedup (or parked) record in a savepoint of its own (``ESCALATED`` mode);
+        ``RecordRefused`` if the database refuses it as a duplicate key (only it is undone)."""
+        savepoint = await self.session.begin_nested()
+        try:
+            await insert_rows(self.session, table, [row])
+        except IntegrityError as exc:
+            await savepoint.rollback()
+            if not is_unique_violation(exc):
+                raise
+            raise RecordRefused(table.name, exc) from exc
+        await savepoint.commit()
+
     async def _write_versions_if_unchanged(self, changes: BatchChanges, stamp: datetime) -> None:
         """PostgreSQL: write the version of every aggregate the batch advanced or parked an
         event of, where its row is as read (a row nobody had is inserted unless it appeared
@@ -349,15 +414,16 @@ class BatchChanges:
 
     def resolve(self, trip: Trip, status: str) -> None:
         """Mark the ``failed_event`` row of an event that came back and took effect."""
-        self.resolved.append(
-            {
-                "consumer_group": trip.consumer,
-                "topic": trip.original_topic,
-                "partition": trip.original_partition,
-                "offset": trip.original_offset,
-                "status": status,
-            }
-        )
+        key = (trip.consumer, trip.original_topic, trip.original_partition, trip.original_offset)
+        self.settle(key, status)
+
+    def settle(self, key: tuple[Any, ...], status: str) -> None:
+        """Mark the ``failed_event`` row of ``key`` (``FAILURE_KEY``) ``status``, unless the
+        batch marks it already."""
+        row = dict(zip(FAILURE_KEY, key, strict=True))
+        if any(all(done[k] == row[k] for k in FAILURE_KEY) for done in self.resolved):
+            return
+        self.resolved.append(row | {"status": status})
 
 
 def parked_row(consumer: str, event: Any, record: RawRecord) -> dict[str, Any]:

@@ -10,7 +10,9 @@ in it (the shapes are those Debezium's outbox event router emits, see the README
 - key and headers: UTF-8 text as it is, JSON-quoted (``"100001"``), or
   schema-wrapped.
 
-Fields the value lacks (absent or null) are taken from the record:
+Fields the value lacks (absent or null under both of the names the models accept,
+camelCase and snake_case) are taken from the record (``SOURCES``, the one
+definition both decode paths read):
 
 ==============  ===========================================================
 eventId         the ``id`` header (the outbox event router's event id)
@@ -26,7 +28,7 @@ keeps its bytes, and reads the same way every time it is decoded.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -34,8 +36,34 @@ from app.errors import InvalidSchemaError, UndecodableError
 from app.records import RawRecord
 from schemas.ids import id_text
 
-# (field, its snake_case name, the header it falls back to)
-_FROM_HEADERS = (("eventId", "event_id", "id"), ("eventType", "event_type", "eventType"))
+
+class Source(NamedTuple):
+    """Where an envelope field is read: the value, under ``field`` or ``name``, else the
+    record's ``header`` (or key)."""
+
+    field: str  # camelCase, as producers write it (the models' alias)
+    name: str  # snake_case, which the models accept too
+    header: str | None  # the header it falls back to; None: the record key
+    quoted: tuple[bytes, bytes]  # both names as JSON strings, for ``named_in``
+
+    def named_in(self, value: bytes) -> bool:
+        """Whether the bytes of ``value`` show either name of the field as a JSON string (a
+        byte search: it may find one that is nested, or miss one written with escapes)."""
+        camel, snake = self.quoted
+        return camel in value or snake in value
+
+
+def _source(field: str, name: str, header: str | None) -> Source:
+    return Source(field, name, header, (f'"{field}"'.encode(), f'"{name}"'.encode()))
+
+
+EVENT_ID = _source("eventId", "event_id", "id")
+EVENT_TYPE = _source("eventType", "event_type", "eventType")
+AGGREGATE_ID = _source("aggregateId", "aggregate_id", None)
+AGGREGATE_TYPE = _source("aggregateType", "aggregate_type", "aggregateType")
+SOURCES = (EVENT_ID, EVENT_TYPE, AGGREGATE_ID, AGGREGATE_TYPE)
+"""Every field the record may supply, in the order ``envelope_object`` looks."""
+AGGREGATE = (AGGREGATE_ID, AGGREGATE_TYPE)
 
 LOOKED_ELSEWHERE = {
     "eventId": "not in the value, nor in an id header",
@@ -58,41 +86,42 @@ def envelope_object(record: RawRecord, default_aggregate_type: str) -> dict[str,
     from the record. Raises ``UndecodableError`` when the value holds no JSON object,
     ``InvalidSchemaError`` when a field it lacks is in a key or header that is no text."""
     raw = _object(record.value)
-    for field, name, header in _FROM_HEADERS:
-        if _absent(raw, field, name):
-            found = _header(record, header, field)
+    for source in SOURCES:
+        if raw.get(source.field) is None and raw.get(source.name) is None:
+            found = from_record(record, source, default_aggregate_type)
             if found is not None:
-                raw[field] = found
-    if _absent(raw, "aggregateId", "aggregate_id"):
-        found = _key(record)
-        if found is not None:
-            raw["aggregateId"] = found
-    if _absent(raw, "aggregateType", "aggregate_type"):
-        raw["aggregateType"] = _aggregate_type(record, default_aggregate_type)
+                raw[source.field] = found
     return raw
 
 
+def from_record(record: RawRecord, source: Source, default_aggregate_type: str) -> str | None:
+    """The field of ``source`` as the record supplies it (its header or key; the default
+    aggregate type at last), or ``None``. ``InvalidSchemaError`` when that is no text."""
+    if source.header is None:
+        return _key(record)
+    found = _header(record, source.header, source.field)
+    if found is None and source is AGGREGATE_TYPE:
+        return default_aggregate_type
+    return found
+
+
 def with_aggregate(
-    record: RawRecord, missing: Collection[str], default_aggregate_type: str
+    record: RawRecord, missing: Collection[Source], default_aggregate_type: str
 ) -> bytes | None:
-    """For the one-pass decode: the value of ``record``, a plain JSON object that does not
-    name its aggregate, with the ``missing`` aggregate fields (``aggregateId``,
-    ``aggregateType``) written in front, taken from the record as ``envelope_object``
-    takes them; ``None`` when the record cannot supply them. The record's bytes stay as
-    they are."""
+    """For the one-pass decode: the value of ``record``, a plain JSON object, with the
+    ``missing`` aggregate fields (``AGGREGATE``: fields it does not name) written in front,
+    taken from the record as ``envelope_object`` takes them; ``None`` when the record
+    cannot supply them. The record's bytes stay as they are."""
     value = record.value
     if not value:
         return None
     front = b""
     try:
-        if "aggregateId" in missing:
-            key = _key(record)
-            if key is None:
+        for source in missing:
+            found = from_record(record, source, default_aggregate_type)
+            if found is None:
                 return None
-            front += b'"aggregateId":' + orjson.dumps(key) + b","
-        if "aggregateType" in missing:
-            kind = _aggregate_type(record, default_aggregate_type)
-            front += b'"aggregateType":' + orjson.dumps(kind) + b","
+            front += b'"' + source.field.encode() + b'":' + orjson.dumps(found) + b","
     except InvalidSchemaError:
         return None
     return b"{" + front + value[1:]
@@ -129,19 +158,10 @@ def _schema_wrapped(raw: Any) -> bool:
     return type(raw) is dict and len(raw) == 2 and "schema" in raw and "payload" in raw
 
 
-def _absent(raw: dict[str, Any], field: str, name: str) -> bool:
-    return raw.get(field) is None and raw.get(name) is None
-
-
 def _key(record: RawRecord) -> str | None:
     if not record.key:
         return None
     return _text(record.key, "aggregateId: not in the value, and the record key")
-
-
-def _aggregate_type(record: RawRecord, default: str) -> str:
-    found = _header(record, "aggregateType", "aggregateType")
-    return default if found is None else found
 
 
 def _header(record: RawRecord, header: str, field: str) -> str | None:

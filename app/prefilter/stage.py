@@ -13,7 +13,9 @@ database's dedup would call it a duplicate too; skipping it changes no outcome.
 A record that every consumer it is for is known to have applied is not even
 validated: its eventId is a duplicate for each, whatever the rest of it says (the
 database path, validating first, would dead-letter such a record if its bytes
-were broken; either way nothing applies twice).
+were broken; either way nothing applies twice). A retry or replay record is never
+skipped: it goes to the database, which resolves its ``failed_event`` row when it
+finds the event applied (through another copy, say).
 """
 
 from __future__ import annotations
@@ -47,15 +49,16 @@ async def ask(
 
     Returns the reads still to validate (in arrival order), what Redis knows per
     consumer, and ``Duplicate`` outcomes for each consumer of every read that all
-    its consumers are known to have applied (a retry or replay is for its own
-    consumer alone). Without a prefilter, or Redis, nothing is known.
+    its consumers are known to have applied. A retry or replay (for its own consumer
+    alone) is not asked about: it always reaches the database, which settles its
+    failure. Without a prefilter, or Redis, nothing is known.
     """
     if prefilter is None or not reads:
         return reads, {}, []
     targets = [_targets(item, consumers) for item in reads]
     ids: dict[str, list[str]] = {consumer: [] for consumer in consumers}
     for item, mine in zip(reads, targets, strict=True):
-        if item.event_id is not None:
+        if item.event_id is not None and item.trip.consumer is None:
             for consumer in mine:
                 ids[consumer].append(item.event_id)
     asked = [consumer for consumer in consumers if ids[consumer]]
@@ -65,7 +68,12 @@ async def ask(
     skipped: list[Outcome] = []
     for item, mine in zip(reads, targets, strict=True):
         event_id = item.event_id
-        if event_id is None or not mine or any(event_id not in known.get(c, ()) for c in mine):
+        if (
+            event_id is None
+            or not mine
+            or item.trip.consumer is not None
+            or any(event_id not in known.get(c, ()) for c in mine)
+        ):
             todo.append(item)
             continue
         skipped.extend(Outcome(Kind.DUPLICATE, c, event_id, item.event_type, SKIPPED) for c in mine)
@@ -84,15 +92,18 @@ def skip_known(
     known: set[str], consumer: str, events: list[Decoded]
 ) -> tuple[list[Decoded], list[Outcome]]:
     """Split ``events`` into those the transaction must see and ``Duplicate`` outcomes for
-    those ``known`` (what Redis knows ``consumer`` applied, from ``ask``)."""
+    those ``known`` (what Redis knows ``consumer`` applied, from ``ask``); a retry or
+    replay always goes to the transaction."""
     if not known or not events:
         return events, []
-    todo = [item for item in events if item.event_id not in known]
-    skipped = [
-        Outcome(Kind.DUPLICATE, consumer, item.event_id, item.event.event_type, SKIPPED)
-        for item in events
-        if item.event_id in known
-    ]
+    todo: list[Decoded] = []
+    skipped: list[Outcome] = []
+    for item in events:
+        if item.event_id in known and item.trip.consumer is None:
+            event_type = item.event.event_type
+            skipped.append(Outcome(Kind.DUPLICATE, consumer, item.event_id, event_type, SKIPPED))
+        else:
+            todo.append(item)
     return todo, skipped
 
 

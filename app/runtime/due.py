@@ -37,12 +37,11 @@ async def wait_until_due(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> None:
     """Return once the last of ``records`` is due; ``BatchGivenUp`` as soon as ``holds()``
-    is false meanwhile. A tier's records come in due order, so waiting for the batch's last
-    one delays the others by at most the batch wait."""
+    is false meanwhile, and before returning (also for records without a due time: faust
+    commits past a lone record it no longer tracks). A tier's records come in due order, so
+    waiting for the batch's last one delays the others by at most the batch wait."""
     due = [due for due in map(due_at, records) if due is not None]
-    if not due:
-        return
-    wait = (max(due) - now()).total_seconds()
+    wait = (max(due) - now()).total_seconds() if due else 0.0
     if wait >= LOGGED_WAIT_SECONDS:
         log.info("%s: %d record(s) due in %.0fs", records[0].topic, len(records), wait)
     until = time.monotonic() + wait

@@ -6,9 +6,9 @@ each at its own last version, applies every event exactly once (the ``tally``
 consumer's counters), parks nothing and fails nothing; the default
 ``utf8mb4_general_ci`` collation made them one aggregate and moved a version
 backwards. A database created before revision 0004 is upgraded: every id and
-type column of the framework's tables then uses ``utf8mb4_bin``, its rows are
-kept, and ``E-1`` and ``e-1`` can both be recorded; downgrading restores the
-tables' own collation.
+type column of the framework's tables then uses a binary collation (NO PAD,
+``utf8mb4_nopad_bin``, since revision 0005), its rows are kept, and ``E-1`` and
+``e-1`` can both be recorded; downgrading restores the tables' own collation.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ async def test_an_existing_database_is_upgraded_to_binary_ids(
 
         await upgrade_to_head(url)
 
-        assert await collations(engine) == {"utf8mb4_bin"}
+        assert await collations(engine) == {"utf8mb4_nopad_bin"}
         async with engine.begin() as conn:
             await conn.execute(insert(consumed_event).values(row("e-1")))
         async with engine.connect() as conn:

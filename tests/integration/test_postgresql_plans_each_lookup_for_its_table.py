@@ -47,7 +47,7 @@ async def test_the_dedup_lookup_is_never_run_with_a_generic_plan(engine: AsyncEn
             applied = [f"event-{run}-{i}" for i in range(LOOKUP // 2)]
             await session.execute(insert(tables.consumed_event), [_row(e) for e in applied])
             unseen = [f"new-{run}-{i}" for i in range(LOOKUP // 2)]
-            assert await store.seen_event_ids(applied + unseen) == set(applied)
+            assert (await store.seen_event_ids(applied + unseen)).consumed == set(applied)
         plans = (
             await session.execute(
                 text(

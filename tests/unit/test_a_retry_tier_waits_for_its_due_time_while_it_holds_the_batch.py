@@ -1,9 +1,11 @@
 """A retry tier's batch waits for its due time, and gives itself up as soon as it is not its own.
 
 Contract of ``app.runtime.due.wait_until_due``: it returns at once for records
-without ``retry-due-at``, and for records already due that it still holds;
-otherwise it returns only once the last
-record of the batch is due, asking ``holds()`` at least every
+already due, or without ``retry-due-at``, that it still holds, and raises
+``BatchGivenUp`` at once for those it no longer holds, whether any record carries
+a due time or not (faust commits past a lone record it no longer tracks, so the
+check must not depend on the tier's records carrying one); otherwise it returns
+only once the last record of the batch is due, asking ``holds()`` at least every
 ``CHECK_EVERY_SECONDS`` meanwhile, and raises ``BatchGivenUp`` as soon as
 ``holds()`` is false (a rebalance took the batch's partitions, or is under way),
 without waiting for the due time. (Clock and sleep are the real ones, over
@@ -36,12 +38,24 @@ def retry(due_in: float | None, offset: int = 0) -> RawRecord:
 async def test_records_already_due_or_without_a_due_time_go_at_once() -> None:
     started = time.monotonic()
 
-    await wait_until_due([retry(None)], lambda: False)
+    await wait_until_due([retry(None)], lambda: True)
     await wait_until_due([retry(None), retry(-5)], lambda: True)
 
     assert time.monotonic() - started < 0.1
+
+
+@pytest.mark.parametrize(
+    "due_ins", [[-5], [None], [None, None]], ids=["already-due", "no-due-time", "none-has-one"]
+)
+async def test_records_no_longer_held_are_given_up_with_or_without_a_due_time(
+    due_ins: list[float | None],
+) -> None:
+    started = time.monotonic()
+
     with pytest.raises(BatchGivenUp):
-        await wait_until_due([retry(-5)], lambda: False)
+        await wait_until_due([retry(d, i) for i, d in enumerate(due_ins)], lambda: False)
+
+    assert time.monotonic() - started < 0.1
 
 
 async def test_the_batch_waits_for_its_last_record() -> None:

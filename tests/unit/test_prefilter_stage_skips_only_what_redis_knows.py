@@ -1,13 +1,15 @@
 """The prefilter stage skips exactly the events Redis knows, and remembers only applied ones.
 
 Contract: ``ask`` asks Redis once per consumer (for the records that consumer is
-for: a retry or replay names its own) and hands back, in arrival order, every
-record that some consumer it is for is not known to have applied; a record that
-every one of its consumers applied becomes a ``Duplicate`` for each of them
-(detail: the prefilter) without being validated. Without a prefilter, or when
-Redis knows nothing, the records pass untouched; an empty batch asks nothing.
-``skip_known`` hands a consumer's transaction every event not known for it, in
-arrival order, and turns each known one into a ``Duplicate``, which is what the
+for) and hands back, in arrival order, every record that some consumer it is for
+is not known to have applied; a record that every one of its consumers applied
+becomes a ``Duplicate`` for each of them (detail: the prefilter) without being
+validated. A retry or replay record (for the consumer it names) is not asked
+about and always passes: the database settles its failure when it finds the
+event applied. Without a prefilter, or when Redis knows nothing, the records
+pass untouched; an empty batch asks nothing. ``skip_known`` hands a consumer's
+transaction every event not known for it, and every retry or replay, in arrival
+order, and turns each other known one into a ``Duplicate``, which is what the
 database's dedup would have said. ``remember_applied`` passes on only the
 consumer's ``Applied`` event ids: an event with any other outcome (parked,
 stale, retried, ...) must reach the database again when it is delivered again.
@@ -80,17 +82,32 @@ async def test_records_every_consumer_applied_are_duplicates_without_validation(
     assert sorted(prefilter.asked) == [(c, ["e1", "e2", "e3", "e4"]) for c in CONSUMERS]
 
 
-async def test_a_retry_is_asked_about_and_skipped_for_its_own_consumer_alone() -> None:
+async def test_a_retry_is_never_asked_about_and_always_reaches_the_database() -> None:
     records = Records()
     retry = records.event("e1")._replace(headers=(("retry-consumer-group", b"points"),))
     elsewhere = records.event("e2")._replace(headers=(("retry-consumer-group", b"billing"),))
-    prefilter = KnownSet(("points", "e1"), ("billing", "e2"), ("inventory", "e2"))
+    main = records.event("e3")
+    prefilter = KnownSet(
+        ("points", "e1"), ("billing", "e2"), ("inventory", "e2"), *((c, "e3") for c in CONSUMERS)
+    )
 
-    todo, _, skipped = await ask(prefilter, CONSUMERS, reads(retry, elsewhere))
+    todo, _, skipped = await ask(prefilter, CONSUMERS, reads(retry, elsewhere, main))
 
-    assert [item.event_id for item in todo] == ["e2"]
-    assert skipped == [Outcome(Kind.DUPLICATE, "points", "e1", "OrderPaid", SKIPPED)]
-    assert prefilter.asked == [("points", ["e1"])]
+    assert [item.event_id for item in todo] == ["e1", "e2"]
+    assert skipped == [Outcome(Kind.DUPLICATE, c, "e3", "OrderPaid", SKIPPED) for c in CONSUMERS]
+    assert sorted(prefilter.asked) == [(c, ["e3"]) for c in CONSUMERS]
+
+
+def test_a_consumer_hands_a_known_retry_to_its_transaction() -> None:
+    records = Records()
+    retry = decode(records.event("e1")._replace(headers=(("retry-consumer-group", b"points"),)))
+    assert isinstance(retry, Decoded)
+    main = events("e2")
+
+    todo, skipped = skip_known({"e1", "e2"}, "points", [retry, *main])
+
+    assert todo == [retry]
+    assert skipped == [Outcome(Kind.DUPLICATE, "points", "e2", "OrderPaid", SKIPPED)]
 
 
 async def test_nothing_known_no_prefilter_or_an_empty_batch_passes_untouched() -> None:
