@@ -55,6 +55,7 @@ from app import metrics
 from app.outbox import settle
 from app.outbox.broker import is_row_fault
 from app.outbox.claim import Floor, aware, claim
+from app.outbox.lease import Lease
 from app.outbox.message import BadRow, Message, message_of
 from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, OnPause
@@ -178,7 +179,7 @@ class Relay:
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()
         self._stop_at: float | None = None
-        self._held: list[int] = []
+        self._lease: Lease | None = None  # the current claim's
         self._unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self._floor = Floor()
         self.published = 0  # rows this relay marked PUBLISHED
@@ -252,24 +253,33 @@ class Relay:
         """One claim, its publication and its settlement; returns how many rows it claimed."""
         if self.stopping:
             return 0
+        taken = time.monotonic()
         now = self.clock()
         until = now + timedelta(seconds=self.config.lease_seconds)
         rows = await self._db("claiming outbox rows", lambda s: self._claim(s, now, until))
         if not rows:
             return 0
         cycle = _Cycle(rows)
-        self._held = [row["id"] for row in rows]
+        self._lease = Lease(
+            self.sessions,
+            self.owner,
+            [row["id"] for row in rows],
+            self.config.lease_seconds,
+            self.clock,
+            taken,
+        )
+        keeper = asyncio.ensure_future(self._lease.keep())
         try:
             for wave in cycle.waves():
-                live = [
-                    r for r in wave if (r["aggregate_type"], r["aggregate_id"]) not in cycle.stopped
-                ]
                 if self.stopping and self._grace_over():
                     break
-                await self._publish(live, cycle)
+                await self._publish(self._still_held(wave, cycle), cycle)
         finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
             await self._settle(cycle)
-            self._held = []
+            self._lease = None
             if cycle.unanswered:
                 self._unanswered.update(cycle.unanswered)
                 log.warning(
@@ -279,6 +289,21 @@ class Relay:
                 )
         metrics.relay_batch(len(rows))
         return len(rows)
+
+    def _still_held(self, rows: Sequence[dict[str, Any]], cycle: _Cycle) -> list[dict[str, Any]]:
+        """Of ``rows``, those this relay may still send: its aggregate not stopped, the row's
+        lease provably held (``Lease.holds``). A row it cannot prove it holds stops its
+        aggregate for this cycle: another relay may have published a later row of it."""
+        live = []
+        for row in rows:
+            agg = (row["aggregate_type"], row["aggregate_id"])
+            if agg in cycle.stopped:
+                continue
+            if self._lease is not None and not self._lease.holds(row["id"]):
+                cycle.stopped.add(agg)
+                continue
+            live.append(row)
+        return live
 
     async def _claim(self, session: AsyncSession, now: datetime, until: datetime) -> list[Any]:
         return await claim(session, self.owner, now, until, self.config.batch_size, self._floor)
@@ -306,6 +331,12 @@ class Relay:
         await self._leave_out_sent(pending, cycle)
         attempt = 0
         while pending:
+            # Checked before every try: the waits above and the pause below may outlast it.
+            held = {row["id"] for row in self._still_held([r for r, _ in pending.values()], cycle)}
+            for row_id in [row_id for row_id in pending if row_id not in held]:
+                del pending[row_id]
+            if not pending:
+                return
             trouble = await self._send_all(pending, cycle)
             if not pending or self.stopping:
                 return
@@ -400,27 +431,9 @@ class Relay:
                         waited,
                         sum(1 for f in waiting if not f.done()),
                     )
-                await self._renew()
         finally:
             acked.cancel()
             stop.cancel()
-
-    async def _renew(self) -> None:
-        now = self.clock()
-        until = now + timedelta(seconds=self.config.lease_seconds)
-        try:
-            async with self.sessions() as session, session.begin():
-                held = await settle.renew(session, self.owner, self._held, until, now)
-        except Exception as exc:
-            log.warning("could not renew the lease on %d row(s): %r", len(self._held), exc)
-            return
-        if held < len(self._held):
-            log.warning(
-                "%d of %d claimed row(s) were taken over by another relay (lease expired); "
-                "they may be published twice",
-                len(self._held) - held,
-                len(self._held),
-            )
 
     # --- settling -------------------------------------------------------------------------
 
@@ -455,13 +468,17 @@ class Relay:
         published = [row["id"] for row in cycle.published]
         unsent = cycle.unsent()
 
+        marked = 0
+
         async def write(session: AsyncSession) -> list[int]:
-            held = await settle.mark_published(session, self.owner, published, now)
-            if held < len(published):
+            nonlocal marked
+            marked = await settle.mark_published(session, self.owner, published, now)
+            if marked < len(published):
                 log.warning(
-                    "%d published row(s) had been taken over by another relay (lease expired): "
-                    "they will be published again",
-                    len(published) - held,
+                    "%d published row(s) had been taken over by another relay (lease expired) "
+                    "before they were marked: it looks for their records on the topic before "
+                    "it sends them",
+                    len(published) - marked,
                 )
             dead = await settle.record_failures(
                 session,
@@ -483,7 +500,7 @@ class Relay:
                 len(cycle.rows),
             )
             return
-        self.published += len(cycle.published)
+        self.published += marked
         metrics.relay_published(
             [(now - aware(row["created_at"])).total_seconds() for row in cycle.published]
         )

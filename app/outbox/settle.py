@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.dialect import backend, one_of
@@ -83,6 +83,20 @@ async def renew(
 ) -> int:
     """Extend this relay's lease on ``ids``; how many it still held."""
     return await _update_held(session, owner, ids, lease_expires_at=until, updated_at=now)
+
+
+async def held(session: AsyncSession, owner: str, ids: Sequence[int]) -> set[int]:
+    """Which of ``ids`` this relay still holds (``PROCESSING`` under its lease)."""
+    if not ids:
+        return set()
+    result = await session.execute(
+        select(t.c.id).where(
+            one_of(backend(session), t.c.id, list(ids)),
+            t.c.lease_owner == owner,
+            t.c.status == OutboxStatus.PROCESSING.value,
+        )
+    )
+    return {int(row_id) for row_id in result.scalars()}
 
 
 async def record_failures(
