@@ -55,10 +55,11 @@ class OwnBroker:
 
 
 @asynccontextmanager
-async def own_broker(log_dir: Path) -> AsyncIterator[OwnBroker]:
-    """Start a broker and its proxy for this test only; both stopped at the end."""
+async def own_broker(log_dir: Path, kind: str | None = None) -> AsyncIterator[OwnBroker]:
+    """Start a broker (of ``kind``, by default the run's) and its proxy for this test only;
+    both stopped at the end."""
     front = free_port()
-    kind = broker_kind()
+    kind = kind or broker_kind()
     broker = local_broker(kind, log_path=log_dir / "own-broker.log", advertised_port=front)
     try:
         broker.start()
