@@ -16,8 +16,12 @@ from typing import Any, NamedTuple
 import orjson
 
 from app.records import headers_from_json
+from dlq import headers as h
 
 EVENT_ID_HEADER = "id"
+# What is kept of the failure's text in a record that had to be shortened.
+SHORT_MESSAGE_BYTES = 200
+LEFT_OUT = b"(left out: the record was too large for its topic)"
 
 
 class Message(NamedTuple):
@@ -61,3 +65,19 @@ def _headers(row: Mapping[str, Any]) -> tuple[tuple[str, bytes], ...]:
             raise BadRow("headers must be a JSON object of header name to text value")
     named.setdefault(EVENT_ID_HEADER, row["event_id"])
     return tuple((name, value.encode()) for name, value in named.items())
+
+
+def shortened(message: Message) -> Message | None:
+    """``message`` with the framework's long headers cut (the stack trace left out, the
+    exception's message to ``SHORT_MESSAGE_BYTES``), for a retry or dead-letter record the
+    broker refused as too large; None when it has none left to cut. The original record's
+    key, value and headers are never touched."""
+    headers = []
+    cut = False
+    for name, value in message.headers:
+        if name == h.DLT_EXCEPTION_STACKTRACE and value != LEFT_OUT:
+            value, cut = LEFT_OUT, True
+        elif name == h.DLT_EXCEPTION_MESSAGE and len(value) > SHORT_MESSAGE_BYTES:
+            value, cut = value[:SHORT_MESSAGE_BYTES], True
+        headers.append((name, value))
+    return message._replace(headers=tuple(headers)) if cut else None

@@ -56,7 +56,7 @@ from app.outbox import settle
 from app.outbox.broker import is_row_fault
 from app.outbox.claim import Floor, aware, claim
 from app.outbox.lease import Lease
-from app.outbox.message import BadRow, Message, message_of
+from app.outbox.message import BadRow, Message, message_of, shortened
 from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, OnPause
 
@@ -65,6 +65,9 @@ Clock = Callable[[], datetime]
 log = logging.getLogger("effectively_once.relay")
 STOP_GRACE_SECONDS = 5.0
 WAIT_LOG_SECONDS = 30.0  # a relay waiting on the broker says so this often
+# What the broker (RecordTooLargeError) or the producer itself (MessageSizeTooLargeError)
+# says of a record over the limit.
+TOO_LARGE = frozenset({"RecordTooLargeError", "MessageSizeTooLargeError"})
 
 
 class Broker(Protocol):
@@ -337,9 +340,12 @@ class Relay:
                 del pending[row_id]
             if not pending:
                 return
+            before = {row_id: message for row_id, (_, message) in pending.items()}
             trouble = await self._send_all(pending, cycle)
             if not pending or self.stopping:
                 return
+            if trouble is None and any(m is not before.get(i) for i, (_, m) in pending.items()):
+                continue  # shortened records go again at once
             attempt += 1
             await self._pause(f"publishing {len(pending)} outbox row(s)", trouble, attempt)
 
@@ -379,6 +385,8 @@ class Relay:
             try:
                 futures[row_id] = await self.broker.send(message)
             except Exception as exc:
+                if self._shorten(pending, row_id, exc):
+                    continue
                 if is_row_fault(exc):
                     cycle.fail(row, _describe(exc))
                     del pending[row_id]
@@ -393,11 +401,35 @@ class Relay:
                 # Stopping, the grace ran out: the producer still holds the record.
                 cycle.wait_for(row, future)
                 del pending[row_id]
+            elif future.exception() is not None and self._shorten(
+                pending, row_id, future.exception()
+            ):
+                continue
             elif cycle.take(row, future):
                 del pending[row_id]
             else:
                 trouble = future.exception()
         return trouble
+
+    @staticmethod
+    def _shorten(
+        pending: dict[int, tuple[dict[str, Any], Message]], row_id: int, error: BaseException | None
+    ) -> bool:
+        """A retry or dead-letter record refused as too large is sent again, at once, with
+        the framework's long headers cut; True when it was (it stays pending)."""
+        if type(error).__name__ not in TOO_LARGE:
+            return False
+        row, message = pending[row_id]
+        shorter = shortened(message)
+        if shorter is None:
+            return False
+        log.warning(
+            "outbox row %s: the broker refused the record as too large; sending it again "
+            "without the failure's stack trace",
+            row_id,
+        )
+        pending[row_id] = (row, shorter)
+        return True
 
     async def _await_acks(self, futures: Sequence[asyncio.Future[Any]]) -> None:
         """Wait for every future, renewing the lease meanwhile; gives up only when stopping,
