@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 from dataclasses import dataclass
 
@@ -16,6 +15,7 @@ from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.identity import read_identity
 from app.db.retention import Retention, keep_cleaning
 from app.errors import ConfigurationError
+from app.handler_modules import import_handler_modules
 from app.monitoring import pauses
 from app.outbox.runner import RelayRunner
 from app.pipeline.classify import is_infrastructure
@@ -35,11 +35,7 @@ def import_handlers(settings: Settings, registry: Registry = default_registry) -
 
     Returns the consumers the worker runs: those named by ``CONSUMERS``, else every one.
     """
-    for name in settings.handler_module_names:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            raise ConfigurationError(f"HANDLER_MODULES: cannot import {name!r}: {exc}") from exc
+    import_handler_modules(settings.handler_module_names)
     if not registry.consumers:
         raise ConfigurationError(
             f"no @handler registered by HANDLER_MODULES={settings.handler_modules!r}"
