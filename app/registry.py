@@ -69,6 +69,15 @@ class Registry:
             if handlers
         )
 
+    def specs(self) -> list[HandlerSpec]:
+        """Every registered handler, consumer by consumer."""
+        return [
+            spec
+            for consumer in self.consumers
+            for handlers in self._by_consumer[consumer].values()
+            for spec in handlers
+        ]
+
     def handlers_for(self, consumer: str, event_type: str) -> list[HandlerSpec]:
         """The handlers ``consumer`` runs for ``event_type`` (often none)."""
         return self._by_consumer.get(consumer, {}).get(event_type, [])

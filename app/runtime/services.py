@@ -15,7 +15,7 @@ from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.identity import read_identity
 from app.db.retention import Retention, keep_cleaning
 from app.errors import ConfigurationError
-from app.handler_modules import import_handler_modules
+from app.handler_modules import check_allowlist, import_handler_modules
 from app.monitoring import pauses
 from app.outbox.runner import RelayRunner
 from app.pipeline.classify import is_infrastructure
@@ -31,11 +31,13 @@ log = logging.getLogger("effectively_once.worker")
 
 
 def import_handlers(settings: Settings, registry: Registry = default_registry) -> Registry:
-    """Import the handler modules so their ``@handler``s register; at least one consumer needed.
+    """Import the handler modules so their ``@handler``s register; at least one consumer needed,
+    and none registered from outside them (``app.handler_modules``).
 
     Returns the consumers the worker runs: those named by ``CONSUMERS``, else every one.
     """
     import_handler_modules(settings.handler_module_names)
+    check_allowlist(registry, settings.handler_module_names)
     if not registry.consumers:
         raise ConfigurationError(
             f"no @handler registered by HANDLER_MODULES={settings.handler_modules!r}"
