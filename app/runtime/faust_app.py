@@ -48,6 +48,10 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
         consumer_auto_offset_reset="earliest",
         topic_partitions=settings.order_topic_partitions,
         topic_replication_factor=settings.topic_replication_factor,
+        # TOPICS_DECLARE=false: faust creates none of its topics either (nor uses the
+        # leader topic it would create).
+        topic_allow_declare=settings.topics_declare,
+        topic_disable_leader=not settings.topics_declare,
         # Static membership: a member that restarts within the session timeout under the
         # same id takes its partitions back without a rebalance of the group.
         consumer_group_instance_id=settings.group_instance_id,

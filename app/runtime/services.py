@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy.exc import DBAPIError
@@ -18,6 +19,7 @@ from app.errors import ConfigurationError
 from app.handler_modules import check_allowlist, import_handler_modules
 from app.monitoring import pauses
 from app.outbox.runner import RelayRunner
+from app.outbox.topics import TopicMaker
 from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, retry_in_place
 from app.pipeline.processor import BatchProcessor
@@ -118,8 +120,10 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
         "on" if prefilter else "off (REDIS_URL unset)",
     )
     if relay is not None:
+        await relay.declare(registry.emitted_topics)
         relay.start()
     else:
+        await declare_topics(settings, registry.emitted_topics)
         log.warning(
             "RELAY_ENABLED=false: this worker's outbox rows (retry and DLT records, emitted "
             "events) wait for a relay of their own (python -m app relay)"
@@ -130,6 +134,20 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
             keep_cleaning(engine, Retention.of(settings), settings.cleanup_interval.total_seconds())
         )
     return Services(settings, engine, processor, prefilter, relay, cleaner)
+
+
+async def declare_topics(settings: Settings, topics: Collection[str]) -> None:
+    """Without a relay here: create the topics the handlers emit to (``TOPICS_DECLARE``);
+    a refusal or a broker out of reach is logged (the relay tries again on first use)."""
+    if not topics or not settings.topics_declare:
+        return
+    try:
+        refused = await TopicMaker.of(settings).create(topics)
+    except Exception as exc:
+        log.warning("could not declare the topics %s: %r", ", ".join(sorted(topics)), exc)
+        return
+    for topic, why in refused.items():
+        log.error("topic %r does not exist and could not be created: %s", topic, why)
 
 
 async def _identity(engine: AsyncEngine) -> str:
