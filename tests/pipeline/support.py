@@ -8,7 +8,6 @@ rolled-back effect is visible as a missing row and a doubled one as two rows.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Column, Integer, MetaData, String, Table, insert, select
@@ -20,6 +19,8 @@ from app.db.tables import outbox_event
 from app.outbox.message import Message, message_of
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.processor import BatchProcessor
+from app.testing import NOW as TESTING_NOW
+from app.testing import FrozenClock as TestingClock
 
 MakeProcessor = Callable[..., BatchProcessor]
 
@@ -99,21 +100,8 @@ class Db:
 
 
 # The instant every pipeline test's router sees, unless the test moves the clock.
-NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-
-
-class FrozenClock:
-    """The router's clock: always ``now``, until a test calls ``advance``."""
-
-    def __init__(self, now: datetime = NOW) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        """Move the clock on by ``seconds``."""
-        self.now += timedelta(seconds=seconds)
+NOW = TESTING_NOW
+FrozenClock = TestingClock
 
 
 class Outbox:
