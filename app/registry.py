@@ -6,6 +6,7 @@ Registration mistakes raise ``ConfigurationError`` at import, not at 3 a.m.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from schemas.registry import is_known_event_type
 HandlerFn = Callable[[Any, Any], Awaitable[None]]
 
 _CONSUMER_NAME_MAX = 100
+# What Kafka accepts as a topic name, cut to the outbox's topic column (OUTBOX_TOPIC).
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +31,7 @@ class HandlerSpec:
     fn: HandlerFn
     non_retryable: tuple[type[BaseException], ...] = ()
     batch: bool = False
+    emits: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -69,6 +73,20 @@ class Registry:
             if handlers
         )
 
+    @property
+    def emitted_topics(self) -> frozenset[str]:
+        """The topics the handlers name in ``emits``: the worker declares them at start."""
+        return frozenset(topic for spec in self.specs() for topic in spec.emits)
+
+    def specs(self) -> list[HandlerSpec]:
+        """Every registered handler, consumer by consumer."""
+        return [
+            spec
+            for consumer in self.consumers
+            for handlers in self._by_consumer[consumer].values()
+            for spec in handlers
+        ]
+
     def handlers_for(self, consumer: str, event_type: str) -> list[HandlerSpec]:
         """The handlers ``consumer`` runs for ``event_type`` (often none)."""
         return self._by_consumer.get(consumer, {}).get(event_type, [])
@@ -98,6 +116,7 @@ def handler(
     consumer: str,
     non_retryable: tuple[type[BaseException], ...] = (),
     batch: bool = False,
+    emits: tuple[str, ...] = (),
     registry: Registry | None = None,
 ) -> Callable[[HandlerFn], HandlerFn]:
     """Register ``async def fn(event, ctx)`` as ``consumer``'s handler of ``event_type``.
@@ -138,6 +157,14 @@ def handler(
                 f"@handler: non_retryable holds {exc_type!r}, not an exception type"
             )
 
+    if not isinstance(emits, tuple) or not all(
+        isinstance(topic, str) and _TOPIC_NAME.fullmatch(topic) for topic in emits
+    ):
+        raise ConfigurationError(
+            "@handler: emits must be a tuple of topic names (1 to 128 of the letters, digits, "
+            f"'.', '_' and '-' Kafka accepts), got {emits!r}"
+        )
+
     def register(fn: HandlerFn) -> HandlerFn:
         name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
         if not inspect.iscoroutinefunction(fn):
@@ -147,7 +174,7 @@ def handler(
             raise ConfigurationError(
                 f"@handler: {name} must take exactly (event, ctx), it takes {list(params)}"
             )
-        spec = HandlerSpec(event_type, consumer, fn, tuple(non_retryable), batch)
+        spec = HandlerSpec(event_type, consumer, fn, tuple(non_retryable), batch, emits)
         (registry or default_registry).add(spec)
         return fn
 

@@ -54,6 +54,7 @@ class Settings(BaseSettings):
     order_topic: str = "order-event-topic"
     order_topic_partitions: int = Field(default=8, ge=1)
     topic_replication_factor: int = Field(default=1, ge=1, le=32)
+    topics_declare: bool = True
     group_instance_id: str | None = Field(default=None, min_length=1, max_length=249)
     app_id: str = "order-consumers"
     handler_modules: str = "handlers"

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import ConfigurationError
+from app.handler_modules import search_current_directory
 
 FRAMEWORK_VERSIONS = Path(__file__).with_name("migrations") / "versions"
 # Not Alembic's default ``alembic_version``: the application may keep its own
@@ -45,6 +46,7 @@ FRAMEWORK = History(FRAMEWORK_VERSIONS, VERSION_TABLE)
 
 def histories(handler_modules: Sequence[str] = ()) -> list[History]:
     """The framework's history, then one per migrations folder of ``handler_modules``."""
+    search_current_directory()  # as the worker imports them (``app.handler_modules``)
     found = [FRAMEWORK]
     for name in handler_modules:
         history = handler_history(name)

@@ -1,9 +1,11 @@
-"""The relay's producer: aiokafka, idempotent, ``acks=all``; never creates a topic.
+"""The relay's producer: aiokafka, idempotent, ``acks=all``; never creates a topic by sending.
 
 A row's topic must exist: the producer asks the broker for *every* topic (a
 request that creates nothing) before it sends to one it has not seen, because
 naming a missing topic in a send makes a broker with ``auto.create.topics.enable``
-(Kafka's default) create it. A row for a missing topic fails its attempt instead.
+(Kafka's default) create it with the broker's defaults. The relay creates a missing
+topic deliberately (``app.outbox.topics``); a row whose topic stays missing fails
+its attempt.
 
 Failures are told apart (``is_row_fault``): the broker refusing *this record*
 (too large, invalid topic, not authorised) counts as an attempt of the row; the

@@ -13,6 +13,10 @@ One cycle (``run_once``):
    attempt (``PENDING`` until ``next_retry_at``, exponential back-off, ``DEAD`` after
    ``max_attempts``) and its chain's later rows go back to ``PENDING`` unsent.
 
+A row's topic missing on the broker is created first where the relay may
+(``topics``, ``app.outbox.topics``); one that stays missing fails its rows'
+attempts, and ``missing_topics`` names it with the reason until it exists.
+
 The broker or the database being unreachable is nobody's attempt: the relay
 waits and tries again in place, keeping its lease alive (renewed every third of
 the lease) so that no other relay takes the rows while it waits. A relay that
@@ -57,6 +61,7 @@ from app.outbox.broker import is_row_fault
 from app.outbox.claim import Floor, aware, claim
 from app.outbox.lease import Lease
 from app.outbox.message import BadRow, Message, message_of, shortened
+from app.outbox.topics import TopicMaker
 from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, OnPause
 
@@ -68,6 +73,8 @@ WAIT_LOG_SECONDS = 30.0  # a relay waiting on the broker says so this often
 # What the broker (RecordTooLargeError) or the producer itself (MessageSizeTooLargeError)
 # says of a record over the limit.
 TOO_LARGE = frozenset({"RecordTooLargeError", "MessageSizeTooLargeError"})
+MISSING_RECHECK_SECONDS = 10.0  # a topic found missing is looked for again this often
+NOT_CREATED = "TOPICS_DECLARE=false: the relay creates no topic"
 
 
 class Broker(Protocol):
@@ -173,9 +180,14 @@ class Relay:
         config: RelayConfig | None = None,
         clock: Clock = lambda: datetime.now(UTC),
         on_pause: OnPause | None = None,
+        topics: TopicMaker | None = None,
     ) -> None:
         self.sessions = sessions
         self.broker = broker
+        self.topics = topics
+        # Topics rows were due for and the broker does not have -> why (until they exist).
+        self.missing_topics: dict[str, str] = {}
+        self._missing_checked_at = 0.0
         self.config = config or RelayConfig()
         self.clock = clock
         self.on_pause = on_pause
@@ -237,6 +249,7 @@ class Relay:
                 break
             self.last_cycle_at = time.monotonic()
             metrics.relay_polled()
+            await self._recheck_missing()
             if claimed >= self.config.batch_size:
                 pause = self.config.poll_interval
                 continue
@@ -323,13 +336,11 @@ class Relay:
                 cycle.fail(row, str(exc))
         if not pending:
             return
-        topics = {message.topic for _, message in pending.values()}
-        missing = await self._broker_call(
-            "asking the broker for its topics", lambda: self.broker.missing_topics(topics)
-        )
+        missing = await self._missing({message.topic for _, message in pending.values()})
         for row_id, (row, message) in list(pending.items()):
             if message.topic in missing:
-                cycle.fail(row, f"topic {message.topic!r} does not exist on the broker")
+                why = missing[message.topic]
+                cycle.fail(row, f"topic {message.topic!r} does not exist on the broker ({why})")
                 del pending[row_id]
         await self._leave_out_sent(pending, cycle)
         attempt = 0
@@ -348,6 +359,49 @@ class Relay:
                 continue  # shortened records go again at once
             attempt += 1
             await self._pause(f"publishing {len(pending)} outbox row(s)", trouble, attempt)
+
+    async def _missing(self, topics: set[str]) -> dict[str, str]:
+        """Which of ``topics`` the broker lacks, each with why; creates them first where the
+        relay may. Remembered in ``missing_topics`` until they exist."""
+        missing = await self._broker_call(
+            "asking the broker for its topics", lambda: self.broker.missing_topics(topics)
+        )
+        refused: dict[str, str] = {}
+        if missing and self.topics is not None:
+            maker = self.topics
+            refused = await self._broker_call(
+                f"creating topic(s) {', '.join(sorted(missing))}", lambda: maker.create(missing)
+            )
+            missing = await self._broker_call(
+                "asking the broker for its topics", lambda: self.broker.missing_topics(topics)
+            )
+        found = {topic: self._why_missing(topic, refused) for topic in missing}
+        for topic in topics - missing:
+            self.missing_topics.pop(topic, None)
+        self.missing_topics.update(found)
+        return found
+
+    def _why_missing(self, topic: str, refused: Mapping[str, str]) -> str:
+        if self.topics is None:
+            return NOT_CREATED
+        if topic in refused:
+            return f"creating it was refused: {refused[topic]}"
+        return "created, but the broker does not list it yet"
+
+    async def _recheck_missing(self) -> None:
+        """Forget the missing topics that exist now (created by someone else, say), even when
+        no row is due for them any more."""
+        if not self.missing_topics:
+            return
+        if time.monotonic() - self._missing_checked_at < MISSING_RECHECK_SECONDS:
+            return
+        self._missing_checked_at = time.monotonic()
+        try:
+            still = await self.broker.missing_topics(set(self.missing_topics))
+        except Exception:  # the broker out of reach: asked again next time
+            return
+        for topic in set(self.missing_topics) - still:
+            del self.missing_topics[topic]
 
     async def _leave_out_sent(
         self, pending: dict[int, tuple[dict[str, Any], Message]], cycle: _Cycle

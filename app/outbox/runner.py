@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from sqlalchemy.engine import make_url
@@ -23,6 +24,7 @@ from app.monitoring import readiness
 from app.outbox.broker import BrokerRefused, KafkaBroker
 from app.outbox.monitor import keep_sampling
 from app.outbox.relay import Relay, RelayConfig, RelayStopped
+from app.outbox.topics import TopicMaker
 from app.pipeline.pause import Backoff, OnPause
 from app.settings import Settings
 
@@ -89,8 +91,13 @@ class RelayRunner:
         self.broker = KafkaBroker(
             settings.broker_url, idempotent=settings.relay_idempotent, client_id=config.owner
         )
+        topics = TopicMaker.of(settings) if settings.topics_declare else None
         self.relay = Relay(
-            session_factory(self.engine), self.broker, config, on_pause=self.on_pause
+            session_factory(self.engine),
+            self.broker,
+            config,
+            on_pause=self.on_pause,
+            topics=topics,
         )
 
     def start(self) -> None:
@@ -115,17 +122,46 @@ class RelayRunner:
         """Rows were just committed: claim now."""
         self.relay.wake()
 
+    async def declare(self, topics: Collection[str]) -> None:
+        """Create those of ``topics`` the broker lacks (the worker's handlers name them in
+        ``emits``), unless ``TOPICS_DECLARE=false``; one refused is named by ``health`` at
+        once. A broker out of reach is only logged: the relay creates them on first use."""
+        maker = self.relay.topics
+        if not topics or maker is None:
+            return
+        try:
+            refused = await maker.create(topics)
+        except Exception as exc:
+            log.warning(
+                "could not declare the topics the handlers emit to (%s): %s; the relay "
+                "creates them before its first publish",
+                ", ".join(sorted(topics)),
+                f"{type(exc).__name__}: {exc}",
+            )
+            return
+        for topic, why in refused.items():
+            self.relay.missing_topics[topic] = f"creating it was refused: {why}"
+
     def health(self) -> readiness.Check:
-        """The ``relay`` check of ``/ready``: the relay runs, and its cycles keep ending.
+        """The ``relay`` check of ``/ready``: the relay runs, its cycles keep ending, and every
+        topic it has rows for exists.
 
         Failed: it stopped on an error it cannot retry (a setting or producer the broker
-        refused), or no claim-publish-settle cycle has ended for ``RELAY_STALL_SECONDS``
-        (a broker it cannot reach, a database that does not answer, a cycle that hangs):
-        rows that are due then wait, and nothing else would say so."""
+        refused); a topic it has rows for is missing and could not be created (named, with
+        the broker's reason: those rows wait); or no claim-publish-settle cycle has ended
+        for ``RELAY_STALL_SECONDS`` (a broker it cannot reach, a database that does not
+        answer, a cycle that hangs): rows that are due then wait, and nothing else would
+        say so."""
         if self.failure is not None:
             return readiness.Check("relay", False, f"the relay cannot run: {self.failure}")
         if self._tasks and self._tasks[0].done() and not self.relay.stopping:
             return readiness.Check("relay", False, "the relay stopped")
+        if self.relay.missing_topics:
+            named = "; ".join(
+                f"topic {topic!r} does not exist on the broker ({why})"
+                for topic, why in sorted(self.relay.missing_topics.items())
+            )
+            return readiness.Check("relay", False, f"{named}: its rows wait")
         idle = time.monotonic() - self.relay.last_cycle_at
         if idle > self.settings.relay_stall_seconds:
             why = f": cannot reach the broker ({self._unreachable})" if self._unreachable else ""

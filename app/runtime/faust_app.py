@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from app.logging_setup import worker_logging_options
 from app.logging_streams import capture_standard_streams
 from app.monitoring.progress import Progress
 from app.monitoring.readiness import Check
+from app.outbox.topics import TopicMaker
 from app.registry import Registry
 from app.runtime import due
 from app.runtime.batches import BatchGivenUp, run_batches
@@ -48,6 +49,10 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
         consumer_auto_offset_reset="earliest",
         topic_partitions=settings.order_topic_partitions,
         topic_replication_factor=settings.topic_replication_factor,
+        # TOPICS_DECLARE=false: faust creates none of its topics either (nor uses the
+        # leader topic it would create).
+        topic_allow_declare=settings.topics_declare,
+        topic_disable_leader=not settings.topics_declare,
         # Static membership: a member that restarts within the session timeout under the
         # same id takes its partitions back without a rebalance of the group.
         consumer_group_instance_id=settings.group_instance_id,
@@ -58,6 +63,8 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
     )
     if settings.log_format == "json":
         app.on_worker_init.connect(capture_standard_streams)
+    if settings.topics_declare:
+        app.topics_first = _declarer(settings)
     set_fetch_max_wait(app, settings.fetch_max_wait_ms)
     services = _LazyServices(settings, registry)
     progress = add_observability(app, settings, registry, services.relay_health)
@@ -78,7 +85,11 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
 
 
 class App(faust.App):
-    """faust's app, with a member URL that a static member keeps across restarts."""
+    """faust's app, with a member URL that a static member keeps across restarts, and its
+    topics created before its consumer subscribes."""
+
+    # Creates the consumed topics (TOPICS_DECLARE); None: faust's own declaration only.
+    topics_first: Callable[[], Awaitable[None]] | None = None
 
     async def on_first_start(self) -> None:
         instance = self.conf.consumer_group_instance_id
@@ -87,7 +98,32 @@ class App(faust.App):
             # static member to be the member's own; ``faust worker --web-port`` sets it
             # from the host and port, which a restart may change.
             self.conf.canonical_url = f"http://{instance}"  # type: ignore[assignment]
+        if self.topics_first is not None:
+            await self.topics_first()
         await super().on_first_start()
+
+
+def _declarer(settings: Settings) -> Callable[[], Awaitable[None]]:
+    """Create the order topic, its retry tiers and its DLT before faust starts its consumer.
+
+    faust declares each agent's topic as the agent starts, while its consumer already
+    joins the group: on a fresh broker the group's first assignment can come before the
+    broker lists a topic just created, and faust then ignores that topic (no partition
+    of it assigned, nothing consumed) until a rebalance. Created and listed first, they
+    are all there when the consumer subscribes."""
+    base = settings.order_topic
+    names = [base, *(retry_topic(base, d) for d in settings.retry_delay_seconds), dlt_topic(base)]
+
+    async def declare() -> None:
+        try:
+            refused = await TopicMaker.of(settings, client_id=settings.app_id).create(names)
+        except Exception as exc:  # faust declares them itself next, and says what fails
+            log.warning("could not create the topics before start: %r", exc)
+            return
+        for topic, why in refused.items():
+            log.error("the broker refused to create topic %r: %s", topic, why)
+
+    return declare
 
 
 def _topic(app: faust.App, settings: Settings, name: str) -> Any:

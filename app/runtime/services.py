@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy.exc import DBAPIError
@@ -16,8 +16,10 @@ from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.identity import read_identity
 from app.db.retention import Retention, keep_cleaning
 from app.errors import ConfigurationError
+from app.handler_modules import check_allowlist, import_handler_modules
 from app.monitoring import pauses
 from app.outbox.runner import RelayRunner
+from app.outbox.topics import TopicMaker
 from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, retry_in_place
 from app.pipeline.processor import BatchProcessor
@@ -31,15 +33,13 @@ log = logging.getLogger("effectively_once.worker")
 
 
 def import_handlers(settings: Settings, registry: Registry = default_registry) -> Registry:
-    """Import the handler modules so their ``@handler``s register; at least one consumer needed.
+    """Import the handler modules so their ``@handler``s register; at least one consumer needed,
+    and none registered from outside them (``app.handler_modules``).
 
     Returns the consumers the worker runs: those named by ``CONSUMERS``, else every one.
     """
-    for name in settings.handler_module_names:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            raise ConfigurationError(f"HANDLER_MODULES: cannot import {name!r}: {exc}") from exc
+    import_handler_modules(settings.handler_module_names)
+    check_allowlist(registry, settings.handler_module_names)
     if not registry.consumers:
         raise ConfigurationError(
             f"no @handler registered by HANDLER_MODULES={settings.handler_modules!r}"
@@ -120,8 +120,10 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
         "on" if prefilter else "off (REDIS_URL unset)",
     )
     if relay is not None:
+        await relay.declare(registry.emitted_topics)
         relay.start()
     else:
+        await declare_topics(settings, registry.emitted_topics)
         log.warning(
             "RELAY_ENABLED=false: this worker's outbox rows (retry and DLT records, emitted "
             "events) wait for a relay of their own (python -m app relay)"
@@ -132,6 +134,20 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
             keep_cleaning(engine, Retention.of(settings), settings.cleanup_interval.total_seconds())
         )
     return Services(settings, engine, processor, prefilter, relay, cleaner)
+
+
+async def declare_topics(settings: Settings, topics: Collection[str]) -> None:
+    """Without a relay here: create the topics the handlers emit to (``TOPICS_DECLARE``);
+    a refusal or a broker out of reach is logged (the relay tries again on first use)."""
+    if not topics or not settings.topics_declare:
+        return
+    try:
+        refused = await TopicMaker.of(settings).create(topics)
+    except Exception as exc:
+        log.warning("could not declare the topics %s: %r", ", ".join(sorted(topics)), exc)
+        return
+    for topic, why in refused.items():
+        log.error("topic %r does not exist and could not be created: %s", topic, why)
 
 
 async def _identity(engine: AsyncEngine) -> str:

@@ -8,7 +8,6 @@ consumer has a record of the event, 2 the database cannot be read.
 from __future__ import annotations
 
 import asyncio
-import importlib
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.engine import create_engine
 from app.db.urls import normalise_database_url, shown
+from app.handler_modules import import_handler_modules
 from app.registry import default_registry
 from app.settings import Settings, describe
 from app.trace.query import Trace, trace_event
@@ -102,8 +102,7 @@ async def _trace(url: str, event_id: str) -> Trace:
 def _registered_consumers() -> list[str] | None:
     """The consumers of HANDLER_MODULES, or None (then every consumer's rows are read)."""
     try:
-        for name in Settings().handler_module_names:
-            importlib.import_module(name)
+        import_handler_modules(Settings().handler_module_names)
     except Exception:
         return None
     return default_registry.consumers or None

@@ -3,9 +3,10 @@
 Contract: a row whose payload is not JSON and a row whose topic does not exist each
 fail ``RELAY_MAX_ATTEMPTS`` publishes and end ``DEAD``, ``retry_count`` at the
 maximum and ``last_error`` saying why; every other row ships, the dead row's
-aggregate's later rows included, once it is dead (they waited for it, not more). The
-relay creates no topic. ``python -m app outbox list`` shows the dead rows, and
-``requeue --execute`` puts one back once its topic exists: it ships. On each database.
+aggregate's later rows included, once it is dead (they waited for it, not more). This
+relay creates no topic (built without a topic maker, as with ``TOPICS_DECLARE=false``).
+``python -m app outbox list`` shows the dead rows, and ``requeue --execute`` puts one
+back once its topic exists: it ships. On each database.
 """
 
 from __future__ import annotations
@@ -79,7 +80,10 @@ async def test_rows_that_cannot_be_sent_go_dead_and_the_rest_ships(
         for row in found.values():
             assert (row["status"], row["retry_count"]) == ("DEAD", ATTEMPTS)
         assert found["broken"]["last_error"].startswith("payload is not JSON: ")
-        assert found["lost"]["last_error"] == f"topic {missing!r} does not exist on the broker"
+        assert found["lost"]["last_error"] == (
+            f"topic {missing!r} does not exist on the broker "
+            "(TOPICS_DECLARE=false: the relay creates no topic)"
+        )
         on_topic = await shipped(stream, stream.topic)
         assert sorted((e["aggregateId"], e["aggregateVersion"]) for e in on_topic) == [
             ("broken", 2),

@@ -12,6 +12,7 @@ import orjson
 
 from app.outbox.message import Message
 from app.records import RawRecord
+from app.testing import Records as PublicRecords
 from dlq.records import OutRecord
 
 TOPIC = "order-event-topic"
@@ -57,25 +58,22 @@ def envelope(
     return env
 
 
-class Records:
-    """Hands out records with increasing offsets on one partition, like a broker would."""
+class Records(PublicRecords):
+    """Records with increasing offsets on one partition of ``TOPIC`` (``app.testing.Records``),
+    each carrying the ``traceparent`` header a producer adds."""
 
     def __init__(self, partition: int = 0) -> None:
-        self.partition = partition
-        self.next_offset = 0
+        super().__init__(TOPIC, partition)
 
-    def raw(self, value: bytes | None, key: bytes | None = b"o-1") -> RawRecord:
+    def raw(
+        self,
+        value: bytes | None,
+        key: bytes | None = b"o-1",
+        headers: tuple[tuple[str, bytes], ...] = (("traceparent", b"00-abc-01"),),
+        topic: str | None = None,
+    ) -> RawRecord:
         """A record carrying exactly ``value``."""
-        record = RawRecord(
-            topic=TOPIC,
-            partition=self.partition,
-            offset=self.next_offset,
-            key=key,
-            value=value,
-            headers=(("traceparent", b"00-abc-01"),),
-        )
-        self.next_offset += 1
-        return record
+        return super().raw(value, key, headers, topic)
 
     def event(self, event_id: str, **fields: Any) -> RawRecord:
         """A record carrying ``envelope(event_id, **fields)`` as JSON."""
@@ -91,13 +89,4 @@ class Records:
     ) -> RawRecord:
         """A published record as the broker hands it out: on its own topic, at a new offset
         (``extra_headers`` appended, as an operator's tool would)."""
-        record = RawRecord(
-            topic=out.topic,
-            partition=self.partition,
-            offset=self.next_offset,
-            key=out.key,
-            value=out.value,
-            headers=(*out.headers, *extra_headers),
-        )
-        self.next_offset += 1
-        return record
+        return super().raw(out.value, out.key, (*out.headers, *extra_headers), out.topic)

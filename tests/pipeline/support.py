@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Column, Integer, MetaData, String, Table, insert, select
@@ -25,6 +24,8 @@ from app.outbox.message import Message, message_of
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.processor import RERUN_CONFLICT, BatchProcessor
 from app.records import RawRecord
+from app.testing import NOW as TESTING_NOW
+from app.testing import FrozenClock as TestingClock
 
 MakeProcessor = Callable[..., BatchProcessor]
 
@@ -104,21 +105,8 @@ class Db:
 
 
 # The instant every pipeline test's router sees, unless the test moves the clock.
-NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-
-
-class FrozenClock:
-    """The router's clock: always ``now``, until a test calls ``advance``."""
-
-    def __init__(self, now: datetime = NOW) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        """Move the clock on by ``seconds``."""
-        self.now += timedelta(seconds=seconds)
+NOW = TESTING_NOW
+FrozenClock = TestingClock
 
 
 class Outbox:

@@ -5,8 +5,9 @@ Contract: ``@handler(event_type, consumer=..., non_retryable=...)`` raises
 ``async def``, does not take exactly ``(event, ctx)``, the event type has no
 payload model registered (the message names the module to register it in), the
 consumer name is empty, longer than 100 characters or has surrounding spaces,
-``non_retryable`` holds anything but exception types, or the same function is
-registered twice for one event type and consumer.
+``non_retryable`` holds anything but exception types, ``emits`` anything but a tuple of
+names Kafka accepts as topics, or the same function is registered twice for one
+event type and consumer.
 """
 
 from __future__ import annotations
@@ -96,6 +97,28 @@ def test_a_consumer_name_of_exactly_100_characters_is_fine() -> None:
 def test_non_retryable_must_hold_exception_types(non_retryable: Any) -> None:
     with pytest.raises(ConfigurationError, match="non_retryable"):
         handler("OrderPaid", consumer="points", non_retryable=non_retryable, registry=Registry())
+
+
+@pytest.mark.parametrize(
+    "emits",
+    ["invoices", ("invoices", ""), ("in voices",), ("x" * 129,), (42,)],
+    ids=["forgotten-comma", "empty", "a-space", "too-long", "a-number"],
+)
+def test_emits_must_hold_topic_names(emits: Any) -> None:
+    with pytest.raises(ConfigurationError, match="emits must be a tuple of topic names"):
+        handler("OrderPaid", consumer="points", emits=emits, registry=Registry())
+
+
+def test_emitted_topics_are_known_to_the_registry() -> None:
+    registry = Registry()
+
+    async def issue(event: object, ctx: object) -> None:  # pragma: no cover - never run
+        pass
+
+    handler("OrderPaid", consumer="a", emits=("invoices", "audit"), registry=registry)(issue)
+    handler("OrderCreated", consumer="b", emits=("invoices",), registry=registry)(issue)
+
+    assert registry.emitted_topics == {"invoices", "audit"}
 
 
 def test_the_same_function_twice_for_one_event_and_consumer_is_rejected() -> None:

@@ -22,8 +22,9 @@ from app.db.tables import metadata
 from tests.framework_copy import CONSUMER, TABLE, framework_without_examples
 
 BUILD_THE_WORKER = """
+import faust
 import app
-print(type(app.app).__name__, app.app.conf.id)
+print(isinstance(app.app, faust.App), app.app.conf.id)
 from app.registry import default_registry
 print(default_registry.consumers)
 """
@@ -66,7 +67,7 @@ def test_migrate_builds_and_commands_work_without_the_examples(tmp_path: Path) -
 
     built = run(copy, "-c", BUILD_THE_WORKER, **settings, APP_ID="shop-consumers")
     assert built.returncode == 0, built.stderr
-    assert built.stdout.split("\n")[:2] == ["App shop-consumers", f"['{CONSUMER}']"]
+    assert built.stdout.split("\n")[:2] == ["True shop-consumers", f"['{CONSUMER}']"]
 
     for command in (["-m", "app", "--help"], ["-m", "dlq", "--help"]):
         answered = run(copy, *command, **settings)

@@ -1,0 +1,62 @@
+"""``HANDLER_MODULES``: where a worker's handlers come from, and the only place they may.
+
+Names resolve as uvicorn resolves its app: from the current directory first, so
+``HANDLER_MODULES=revenue faust -A app worker`` run in the folder holding
+``revenue/`` finds it without ``PYTHONPATH`` (the ``faust`` script puts its own
+folder, not the current one, at the head of ``sys.path``). The worker, the
+migrations and ``trace`` all look the same way.
+
+The list is an allowlist. A ``@handler`` registered from a module outside it (one
+that a listed module imports from elsewhere) would run without that module's
+migrations, publishing into real topics: the worker refuses to start and names it.
+A listed package covers its submodules (``handlers`` covers ``handlers.points``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from app.errors import ConfigurationError
+from app.registry import Registry
+
+
+def search_current_directory() -> None:
+    """Put the current directory at the head of ``sys.path`` unless it is there already."""
+    here = os.getcwd()
+    if not any(os.path.abspath(entry or os.curdir) == here for entry in sys.path):
+        sys.path.insert(0, here)
+
+
+def import_handler_modules(names: Sequence[str]) -> None:
+    """Import ``names`` (found from the current directory first) so their ``@handler``s
+    register; a module that cannot be found is a ``ConfigurationError``."""
+    search_current_directory()
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            raise ConfigurationError(f"HANDLER_MODULES: cannot import {name!r}: {exc}") from exc
+
+
+def check_allowlist(registry: Registry, names: Sequence[str]) -> None:
+    """Raise ``ConfigurationError`` naming every module outside ``names`` that registered a
+    ``@handler`` in ``registry``."""
+    outside: dict[str, set[str]] = {}
+    for spec in registry.specs():
+        module = spec.fn.__module__
+        if not any(module == name or module.startswith(f"{name}.") for name in names):
+            outside.setdefault(module, set()).add(spec.consumer)
+    if not outside:
+        return
+    found = "; ".join(
+        f"{module!r} registers consumer {', '.join(map(repr, sorted(consumers)))}"
+        for module, consumers in sorted(outside.items())
+    )
+    raise ConfigurationError(
+        f"HANDLER_MODULES={','.join(names)!r} is the list of modules whose handlers run, and "
+        f"{found} from outside it (imported by one of them?): add the module to "
+        "HANDLER_MODULES, so that its migrations run too, or stop importing it"
+    )

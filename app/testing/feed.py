@@ -1,0 +1,99 @@
+"""What a test feeds the harness: envelopes as producers write them, records, a frozen clock."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from app.outbox.event import iso
+from app.outbox.message import Message
+from app.records import RawRecord
+
+# The instant a ``FrozenClock`` shows until it is moved.
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def event(
+    event_type: str,
+    aggregate_id: str | int,
+    version: int | None = None,
+    data: Mapping[str, Any] | None = None,
+    *,
+    event_id: str | int | None = None,
+    aggregate_type: str = "Order",
+    event_version: int = 1,
+    occurred_at: datetime | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """An envelope as producers write it (camelCase JSON): ``event_id`` a fresh UUID unless
+    given, ``version`` the ``aggregateVersion`` (left out when None), ``extra`` further
+    fields (``traceId=...``). Ids may be numbers, as producers send them."""
+    env: dict[str, Any] = {
+        "eventId": event_id if event_id is not None else str(uuid.uuid4()),
+        "eventType": event_type,
+        "eventVersion": event_version,
+        "aggregateType": aggregate_type,
+        "aggregateId": aggregate_id,
+        "occurredAt": iso(occurred_at or NOW),
+        "data": dict(data or {}),
+    }
+    if version is not None:
+        env["aggregateVersion"] = version
+    env.update(extra)
+    return env
+
+
+class Records:
+    """Hands out records with increasing offsets on one partition, as a broker would."""
+
+    def __init__(self, topic: str, partition: int = 0) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.next_offset = 0
+
+    def raw(
+        self,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: tuple[tuple[str, bytes], ...] = (),
+        topic: str | None = None,
+    ) -> RawRecord:
+        """A record carrying exactly ``value`` (on ``topic``, default the harness's)."""
+        record = RawRecord(
+            topic or self.topic, self.partition, self.next_offset, key, value, headers
+        )
+        self.next_offset += 1
+        return record
+
+    def of(self, envelope: Mapping[str, Any] | bytes | RawRecord) -> RawRecord:
+        """The record for an envelope (key: its ``aggregateId``), raw bytes, or a record
+        (delivered again at a new offset)."""
+        if isinstance(envelope, RawRecord):
+            return self.raw(envelope.value, envelope.key, envelope.headers, envelope.topic)
+        if isinstance(envelope, bytes):
+            return self.raw(envelope)
+        aggregate = envelope.get("aggregateId")
+        key = None if aggregate is None else str(aggregate).encode()
+        return self.raw(orjson.dumps(envelope), key)
+
+    def delivered(self, message: Message) -> RawRecord:
+        """A record the outbox holds, as the broker hands it out: on its own topic."""
+        return self.raw(message.value, message.key, message.headers, message.topic)
+
+
+class FrozenClock:
+    """A clock that shows ``now`` until ``advance`` moves it (the failure router's)."""
+
+    def __init__(self, now: datetime = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock on by ``seconds``."""
+        self.now += timedelta(seconds=seconds)

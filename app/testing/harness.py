@@ -1,0 +1,216 @@
+"""``Harness``: the worker's batch processor over a database, fed by hand, with no broker."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import orjson
+from sqlalchemy import MetaData, Table, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db.engine import create_engine, dialect_name, session_factory
+from app.db.migrate import upgrade_to_head
+from app.db.tables import outbox_event
+from app.errors import ConfigurationError
+from app.handler_modules import import_handler_modules
+from app.outbox.message import Message, message_of
+from app.outbox.status import RECORD_AGGREGATE_TYPE
+from app.pipeline.outcomes import Outcome
+from app.pipeline.pause import Backoff
+from app.pipeline.processor import BatchProcessor
+from app.pipeline.route import FailureRouter
+from app.records import RawRecord
+from app.registry import Registry, default_registry
+from app.settings import UnseenAggregatePolicy
+from app.testing.feed import Records
+from dlq.policy import RetryPolicy
+from dlq.topics import RETRY_INFIX, dlt_topic
+
+# Infrastructure pauses (a locked SQLite file, say) last a millisecond in tests.
+TINY_BACKOFF = Backoff(initial=0.001, maximum=0.001, jitter=0.0)
+DEFAULT_TOPIC = "order-event-topic"
+DEFAULT_DELAYS = (1.0, 5.0, 30.0, 300.0)
+
+
+class Harness:
+    """Runs handlers exactly as the worker does (decode, dedup, version gate, apply, route
+    failures, outbox), on SQLite or on the database you name, with no broker.
+
+    ``modules`` are imported like ``HANDLER_MODULES`` (from the current directory first)
+    and only their handlers run; or pass a ``registry`` of your own. The database gets
+    the framework's migrations and each module's ``migrations/`` folder, then the
+    ``tables`` you add (metadata of tables without migrations). Without a
+    ``database_url``, a SQLite file in a temporary folder, removed on ``close``; a URL
+    you give should name an empty database. ``send`` returns the outcome values (``Kind``:
+    applied, duplicate, stale, parked, retried with the retry topic as ``detail``,
+    dead-lettered with its ``dlt-reason``, poison); ``retry`` delivers the retry records
+    the failures wrote, as their tier would; ``rows``, ``emitted`` and ``records`` read
+    what was committed. Use it as ``async with Harness("revenue") as h: ...``.
+    """
+
+    def __init__(
+        self,
+        *modules: str,
+        database_url: str | None = None,
+        registry: Registry | None = None,
+        tables: Sequence[MetaData] = (),
+        topic: str = DEFAULT_TOPIC,
+        retry_delays: Sequence[float] = DEFAULT_DELAYS,
+        clock: Callable[[], datetime] | None = None,
+        unseen_aggregate_policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE,
+    ) -> None:
+        if not modules and registry is None:
+            raise ConfigurationError("Harness: name the handler modules, or give a registry")
+        self.modules = modules
+        self.topic = topic
+        self.retry_delays = tuple(retry_delays)
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.policy = unseen_aggregate_policy
+        self.feed = Records(topic)
+        self._tables = tables
+        self._folder: Path | None = None
+        if database_url is None:
+            self._folder = Path(tempfile.mkdtemp(prefix="effectively-once-test-"))
+            database_url = f"sqlite+aiosqlite:///{self._folder / 'service.db'}"
+        self.database_url = database_url
+        self._registry = registry
+        self._engine: AsyncEngine | None = None
+        self._processor: BatchProcessor | None = None
+        self._delivered: set[int] = set()  # outbox ids of retry records delivered already
+
+    async def __aenter__(self) -> Harness:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> Harness:
+        """Import the modules, migrate the database, add ``tables``."""
+        if self._registry is None:
+            import_handler_modules(self.modules)
+            self._registry = registry_of(default_registry, self.modules)
+        await upgrade_to_head(self.database_url, self.modules)
+        self._engine = create_engine(self.database_url)
+        if self._tables:
+            async with self._engine.begin() as conn:
+                for metadata in self._tables:
+                    await conn.run_sync(metadata.create_all)
+        return self
+
+    async def close(self) -> None:
+        """Release the connections; remove the temporary SQLite folder."""
+        if self._engine is not None:
+            await self._engine.dispose()
+            self._engine = None
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The database's engine, for reads of your own."""
+        if self._engine is None:
+            raise RuntimeError("Harness: start it first (async with Harness(...) as h)")
+        return self._engine
+
+    @property
+    def registry(self) -> Registry:
+        """The handlers that run."""
+        if self._registry is None:
+            raise RuntimeError("Harness: start it first (async with Harness(...) as h)")
+        return self._registry
+
+    def processor(self, delays: Sequence[float] | None = None, **overrides: Any) -> BatchProcessor:
+        """A new batch processor over the database and the handlers, failures routed through
+        ``delays`` (default the harness's ``retry_delays``) with its clock; ``overrides``
+        are ``BatchProcessor`` fields."""
+        tiers = self.retry_delays if delays is None else tuple(delays)
+        options: dict[str, Any] = {
+            "router": FailureRouter(RetryPolicy(self.topic, tiers), clock=self.clock),
+            "policy": self.policy,
+            "backoff": TINY_BACKOFF,
+            "concurrent_consumers": dialect_name(self.database_url) != "sqlite",
+        }
+        options.update(overrides)
+        return BatchProcessor(session_factory(self.engine), self.registry, **options)
+
+    async def send(self, *events: Mapping[str, Any] | bytes | RawRecord) -> list[Outcome]:
+        """Process ``events`` as one batch (envelopes, raw bytes or records, in this order
+        on one partition); returns what happened to each, per consumer."""
+        if self._processor is None:
+            self._processor = self.processor()
+        return await self._processor.process([self.feed.of(e) for e in events])
+
+    async def retry(self) -> list[Outcome]:
+        """Deliver the retry records the outbox holds and that were not delivered yet, as their
+        tier would once due; returns the outcomes (a failure again goes on to the next tier,
+        or to the DLT after the last)."""
+        due = [
+            (row_id, message)
+            for row_id, message in await self._outbox()
+            if RETRY_INFIX in message.topic and row_id not in self._delivered
+        ]
+        self._delivered.update(row_id for row_id, _ in due)
+        if not due:
+            return []
+        if self._processor is None:
+            self._processor = self.processor()
+        return await self._processor.process([self.feed.delivered(m) for _, m in due])
+
+    async def rows(self, table: Table, **where: Any) -> list[dict[str, Any]]:
+        """The committed rows of ``table`` whose columns equal ``where``, as dicts."""
+        stmt = select(table)
+        for name, value in where.items():
+            stmt = stmt.where(table.c[name] == value)
+        async with self.engine.connect() as conn:
+            return [dict(row) for row in (await conn.execute(stmt)).mappings()]
+
+    async def emitted(self, topic: str | None = None) -> list[dict[str, Any]]:
+        """The envelopes the handlers emitted (``ctx.emit``) and committed, in order; only
+        those for ``topic`` if given. The framework's retry and DLT records are not here."""
+        async with self.engine.connect() as conn:
+            query = (
+                select(outbox_event.c.topic, outbox_event.c.payload)
+                .where(outbox_event.c.aggregate_type != RECORD_AGGREGATE_TYPE)
+                .order_by(outbox_event.c.id)
+            )
+            found = (await conn.execute(query)).all()
+        return [orjson.loads(payload) for to, payload in found if topic in (None, to)]
+
+    async def records(self, topic: str | None = None) -> list[Message]:
+        """Every record the outbox holds (what the relay would publish), in order; only those
+        for ``topic`` if given."""
+        return [m for _, m in await self._outbox() if topic in (None, m.topic)]
+
+    async def dead_letters(self) -> list[Message]:
+        """The records written to the dead-letter topic."""
+        return await self.records(dlt_topic(self.topic))
+
+    async def _outbox(self) -> list[tuple[int, Message]]:
+        async with self.engine.connect() as conn:
+            query = select(outbox_event).order_by(outbox_event.c.id)
+            found = [dict(row) for row in (await conn.execute(query)).mappings()]
+        return [(row["id"], message_of(row)) for row in found]
+
+
+def registry_of(registry: Registry, modules: Sequence[str]) -> Registry:
+    """The handlers of ``registry`` written in ``modules`` (a package covers its submodules)."""
+    only = Registry()
+    for spec in registry.specs():
+        module = spec.fn.__module__
+        if any(module == name or module.startswith(f"{name}.") for name in modules):
+            only.add(spec)
+    if not only.consumers:
+        raise ConfigurationError(f"Harness: no @handler registered by {', '.join(modules)}")
+    return only
