@@ -51,7 +51,7 @@ def _broker_takes(clients: KafkaClients) -> None:
         with ThreadPoolExecutor(max_workers=1) as thread:
             thread.submit(asyncio.run, clients.check(CONNECT_TIMEOUT_SECONDS)).result()
     except BrokerUnreachable:
-        pass  # faust waits for the broker, and the log says so
+        pass  # left to faust, as with PLAINTEXT
     finally:
         logging.getLogger("aiokafka").removeHandler(quiet)
 
