@@ -5,6 +5,9 @@
     EffectivelyOnceError
      ├── ConfigurationError        a mistake in settings or handler registration;
      │                             raised at import or start-up, never at run time
+     │    └── BrokerRefused        the broker will not serve a client as configured: it
+     │                             refused the login, its certificate is not trusted or
+     │                             does not name the host, or it lacks a feature asked for
      ├── InvalidOutboxEvent        (also a ValueError) an event handed to the outbox
      │                             writer that no row can hold; raised to the caller,
      │                             inside its transaction, before anything is written
@@ -27,6 +30,8 @@
                                    A statement cancelled again and again is escalated:
                                    the batch runs event by event and the event whose
                                    handler meets it is routed.
+          └── BrokerUnreachable    no broker could be connected to (down, unreachable,
+                                   silent, or closing the connection): wait and retry
 
 Any other exception a handler raises counts as retryable unless the handler
 declares its type non-retryable (``@handler(..., non_retryable=(KeyError,))``).
@@ -95,3 +100,11 @@ class UnsupportedVersionError(PoisonError):
 
 class InfrastructureError(EffectivelyOnceError):
     """A dependency is down or a transaction conflicted: pause, then retry in place."""
+
+
+class BrokerRefused(ConfigurationError):
+    """The broker will not serve a client as configured; a setting must change."""
+
+
+class BrokerUnreachable(InfrastructureError):
+    """No bootstrap server could be connected to; the message says why, per server."""

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.broker_settings import BrokerSecuritySettings
 from app.db.tables import AGG_TYPE, OUTBOX_TOPIC
 from app.db.timeouts import DbTimeouts
 from app.db.urls import normalise_database_url
@@ -43,8 +44,9 @@ class UnseenAggregatePolicy(StrEnum):
     FROM_FIRST_SEEN = "from-first-seen"
 
 
-class Settings(BaseSettings):
-    """Runtime configuration of a worker (see README, "Settings")."""
+class Settings(BaseSettings, BrokerSecuritySettings):
+    """Runtime configuration of a worker (see README, "Settings"); the broker security
+    settings come from ``BrokerSecuritySettings``."""
 
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 

@@ -33,6 +33,7 @@ from app.demo.envelopes import Message, decode
 from app.demo.order_service import as_event
 from app.demo.produce import ensure_topic
 from app.demo.workload import Workload
+from app.kafka_clients import KafkaClients
 from bench.latency import percentile
 from bench.results import Row
 from bench.scenarios import THREE, check, describe, framework_env
@@ -239,7 +240,7 @@ async def latencies(session: Session, sql: str) -> list[float]:
 
 async def records_on(session: Session, topic: str) -> int:
     """How many distinct events ``topic`` holds, read back from the broker."""
-    records = await read_topic(session.broker.url, topic)
+    records = await read_topic(KafkaClients(session.broker.url), topic)
     return len({decode(Message(r.key, r.value or b""))["eventId"] for r in records})
 
 

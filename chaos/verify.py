@@ -22,6 +22,7 @@ from app.db.tables import failed_event, outbox_event, parked_event
 from app.demo.expected import CONSUMERS
 from app.demo.progress import read_state
 from app.demo.verdict import Verdict, compare
+from app.kafka_clients import KafkaClients
 from app.outbox.status import UNPUBLISHED, OutboxStatus
 from app.records import RawRecord
 from chaos import tally
@@ -95,7 +96,7 @@ async def verify(database_url: str, broker_url: str, topic: str, workload: Workl
         written = await _dead_letters_written(engine, dlt_topic(topic))
     finally:
         await engine.dispose()
-    records = await read_topic(broker_url, topic)
+    records = await read_topic(KafkaClients(broker_url), topic)
     dead = await _read_or_empty(broker_url, dlt_topic(topic))
     poison = workload.poison.keys()
     good = {
@@ -145,6 +146,6 @@ async def _dead_letters_written(engine: AsyncEngine, dlt: str) -> Counter[str]:
 async def _read_or_empty(broker_url: str, topic: str) -> list[RawRecord]:
     """The records of ``topic``; none when it does not exist (nothing was dead-lettered)."""
     try:
-        return await read_topic(broker_url, topic)
+        return await read_topic(KafkaClients(broker_url), topic)
     except NothingMatched:
         return []

@@ -5,13 +5,15 @@ so it never joins (or disturbs) a worker's group and commits nothing. It
 reads from the beginning to the end offsets taken when it started, then
 polls once more: Tansu reports the high watermark per record batch, so the
 last batch may reach past the end it announced.
+
+Both clients come from ``app.kafka_clients`` (the worker's connection settings). One
+that cannot start is one line: the broker's refusal of the settings, or why it
+could not be reached, within ``CONNECT_TIMEOUT_SECONDS``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,43 +21,34 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from app import errors
+from app.kafka_clients import CONNECT_TIMEOUT_SECONDS, KafkaClients
 from app.records import RawRecord
-from dlq.errors import BrokerUnreachable, CommandError, NothingMatched
+from dlq.errors import BrokerUnreachable, NothingMatched
 from dlq.records import OutRecord
 
-CONNECT_TIMEOUT_SECONDS = 10.0
 POLL_MS = 200
 
 
-def bootstrap_servers(broker_url: str) -> list[str]:
-    """faust's ``kafka://h1:9092;kafka://h2:9092`` (or ``,``) → ``["h1:9092", "h2:9092"]``."""
-    servers = []
-    for part in broker_url.replace(",", ";").split(";"):
-        part = part.strip()
-        if part:
-            servers.append(part.split("://", 1)[-1].rstrip("/"))
-    if not servers:
-        raise CommandError(f"BROKER_URL names no broker: {broker_url!r}")
-    return servers
-
-
-async def read_topic(broker_url: str, topic: str) -> list[RawRecord]:
+async def read_topic(clients: KafkaClients, topic: str) -> list[RawRecord]:
     """Every record of ``topic``, from the beginning to the end offsets seen at the start.
 
     As long as it takes: the caller bounds it (``asyncio.timeout``).
     """
-    async with _consumer(broker_url) as consumer:
-        partitions = await _partitions(consumer, broker_url, topic)
+    async with _consumer(clients) as consumer:
+        partitions = await _partitions(consumer, clients, topic)
         consumer.assign(partitions)
         await consumer.seek_to_beginning(*partitions)
         ends = await consumer.end_offsets(partitions)
         return await _read_to(consumer, ends)
 
 
-async def read_at(broker_url: str, topic: str, partition: int, offset: int) -> RawRecord | None:
+async def read_at(
+    clients: KafkaClients, topic: str, partition: int, offset: int
+) -> RawRecord | None:
     """The record at ``partition``/``offset`` of ``topic``, or None if there is none."""
-    async with _consumer(broker_url) as consumer:
-        known = await _partitions(consumer, broker_url, topic)
+    async with _consumer(clients) as consumer:
+        known = await _partitions(consumer, clients, topic)
         if partition not in {tp.partition for tp in known}:
             return None
         tp = TopicPartition(topic, partition)
@@ -80,7 +73,7 @@ async def _read_to(consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) 
 
 
 async def _partitions(
-    consumer: AIOKafkaConsumer, broker_url: str, topic: str
+    consumer: AIOKafkaConsumer, clients: KafkaClients, topic: str
 ) -> list[TopicPartition]:
     found = consumer.partitions_for_topic(topic)
     if not found:
@@ -91,7 +84,8 @@ async def _partitions(
         found = metadata.partitions_for_topic(topic)
     if not found:
         raise NothingMatched(
-            f"no topic {topic} on the broker at {broker_url} (nothing was dead-lettered yet?)"
+            f"no topic {topic} on the broker at {clients.broker_url} "
+            "(nothing was dead-lettered yet?)"
         )
     return [TopicPartition(topic, partition) for partition in sorted(found)]
 
@@ -128,57 +122,42 @@ class Replayer:
 
 
 @asynccontextmanager
-async def replayer(broker_url: str) -> AsyncIterator[Replayer]:
-    """A started ``Replayer`` on ``broker_url``; stopped (flushed) on leaving."""
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap_servers(broker_url),
-        acks="all",
-        request_timeout_ms=int(CONNECT_TIMEOUT_SECONDS * 1000),
+async def replayer(clients: KafkaClients) -> AsyncIterator[Replayer]:
+    """A started ``Replayer`` on the broker; stopped (flushed) on leaving."""
+    producer = clients.producer(
+        acks="all", request_timeout_ms=int(CONNECT_TIMEOUT_SECONDS * 1000)
     )
-    async with _started(producer, broker_url):
+    async with _started(producer, clients):
         yield Replayer(producer)
 
 
 @asynccontextmanager
-async def _consumer(broker_url: str) -> AsyncIterator[AIOKafkaConsumer]:
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap_servers(broker_url),
+async def _consumer(clients: KafkaClients) -> AsyncIterator[AIOKafkaConsumer]:
+    consumer = clients.consumer(
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         request_timeout_ms=int(CONNECT_TIMEOUT_SECONDS * 1000),
     )
-    async with _started(consumer, broker_url):
+    async with _started(consumer, clients):
         yield consumer
 
 
 @asynccontextmanager
-async def _started(client: Any, broker_url: str) -> AsyncIterator[None]:
-    cause = _LastError()
-    logging.getLogger("aiokafka").addHandler(cause)
+async def _started(client: Any, clients: KafkaClients) -> AsyncIterator[None]:
     try:
         await asyncio.wait_for(client.start(), CONNECT_TIMEOUT_SECONDS)
     except (KafkaError, OSError, TimeoutError) as exc:
         await client.stop()
-        why = cause.message or str(exc) or f"no answer within {CONNECT_TIMEOUT_SECONDS:g} s"
-        raise BrokerUnreachable(
-            f"cannot reach the broker at {', '.join(bootstrap_servers(broker_url))}: {why}"
-        ) from None
-    finally:
-        logging.getLogger("aiokafka").removeHandler(cause)
+        # aiokafka's error says only that it could not bootstrap: connect once more, as it
+        # does, to learn why (a refused login, an untrusted certificate, nobody there).
+        try:
+            await clients.check(CONNECT_TIMEOUT_SECONDS)
+        except (errors.BrokerRefused, errors.BrokerUnreachable) as found:
+            raise BrokerUnreachable(str(found)) from None
+        why = str(exc) or f"no answer within {CONNECT_TIMEOUT_SECONDS:g} s"
+        raise BrokerUnreachable(f"cannot reach the broker at {clients.where}: {why}") from None
     try:
         yield
     finally:
         await client.stop()
-
-
-class _LastError(logging.Handler):
-    """Keeps aiokafka's last error line: it names the cause its exception leaves out."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.message = ""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        # 'Unable connect to "h:p": [Errno 111] ...': the address is in our message already.
-        self.message = re.sub(r'^Unable connect to "[^"]*": ', "", record.getMessage())

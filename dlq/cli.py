@@ -1,10 +1,11 @@
 """``python -m dlq``: list, show, replay and skip the records of a dead-letter topic.
 
-Settings come from the environment, as for a worker: ``BROKER_URL``,
-``DATABASE_URL`` and ``ORDER_TOPIC`` (``--topic`` names another base topic).
-``replay`` and ``skip`` only print what they would do unless given
-``--execute``. Exit codes: 0 done, 1 nothing matched, 2 a usage error, an
-unreachable broker or database, or a record that could not be acted on.
+Settings come from the environment, as for a worker: ``BROKER_URL`` (with the
+broker security settings), ``DATABASE_URL`` and ``ORDER_TOPIC`` (``--topic`` names
+another base topic). ``replay`` and ``skip`` only print what they would do unless
+given ``--execute``. Exit codes: 0 done, 1 nothing matched, 2 a usage error, an
+unreachable broker or database (or one that refused the connection settings), or a
+record that could not be acted on.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from app.errors import ConfigurationError
+from app.kafka_clients import KafkaClients
 from app.settings import Settings, describe
 from dlq import render
 from dlq.actions import Action
@@ -240,9 +243,13 @@ def _target(topic: str | None, timeout: float) -> Target:
         settings = Settings()
     except ValidationError as exc:
         _fail(CommandError(f"bad settings in the environment: {'; '.join(describe(exc))}"))
+    try:
+        clients = KafkaClients.from_settings(settings)
+    except ConfigurationError as exc:
+        _fail(CommandError(str(exc)))
     base = topic or settings.order_topic
     dlt = base if base.endswith(DLT_SUFFIX) else dlt_topic(base)
-    return Target(settings.broker_url, settings.database_url, dlt, timeout)
+    return Target(clients, settings.database_url, dlt, timeout)
 
 
 def _by(by: str | None) -> str:

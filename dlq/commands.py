@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
+from app.kafka_clients import KafkaClients
 from dlq import render
 from dlq.actions import Action, Executor, Plan, Report, Summary, plan
 from dlq.broker import read_at, read_topic, replayer
@@ -26,7 +27,7 @@ from dlq.status import FailureStore, failure_store
 class Target:
     """Where the command reads and writes."""
 
-    broker_url: str
+    clients: KafkaClients
     database_url: str
     dlt: str
     timeout: float
@@ -61,7 +62,7 @@ async def one_entry(
     if position is not None:
         partition, offset = position
         async with _reading(target):
-            record = await read_at(target.broker_url, target.dlt, partition, offset)
+            record = await read_at(target.clients, target.dlt, partition, offset)
         if record is None:
             raise NothingMatched(f"no record at {partition}:{offset} in {target.dlt}")
         dead = [DeadLetter.of(record)]
@@ -103,7 +104,7 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
             return 0
         summary = Summary()
         if todo.act:
-            async with replayer(target.broker_url) as sender:
+            async with replayer(target.clients) as sender:
                 executor = Executor(
                     decision.action, sender, store, decision.by, decision.note, decision.rate
                 )
@@ -119,7 +120,7 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
 
 async def _read(target: Target, selection: Selection) -> list[DeadLetter]:
     async with _reading(target):
-        records = await read_topic(target.broker_url, target.dlt)
+        records = await read_topic(target.clients, target.dlt)
     dead = prefilter(map(DeadLetter.of, records), selection)
     if not dead:
         raise NothingMatched(_nothing(target, selection, len(records)))

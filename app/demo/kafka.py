@@ -6,6 +6,11 @@ each its own JVM, voters of one quorum. Both have the interface of the Tansu
 so whoever starts a broker can take either. The jars come from Maven Central
 (``app.demo.kafka_jars``); each node's data lives in a temporary folder that goes
 with it. Production runs its own Kafka: nothing in the framework imports this.
+
+Besides PLAINTEXT (which the nodes speak among themselves), a cluster may offer
+client ``listeners`` of other security protocols, each on a port of its own, and
+SCRAM users created when the data folder is formatted (``app.demo.secure_kafka``
+builds the TLS and SASL ones the tests use).
 """
 
 from __future__ import annotations
@@ -48,6 +53,20 @@ def cluster_id() -> str:
             return text
 
 
+@dataclass(frozen=True)
+class Listener:
+    """A client listener besides PLAINTEXT.
+
+    ``name`` is the listener's (and, lower-cased, its ``listener.name.<name>.``
+    prefix's); ``protocol`` its security protocol; ``properties`` its own settings,
+    written under that prefix (``ssl.client.auth`` ...).
+    """
+
+    name: str
+    protocol: str
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class KafkaNode:
     """One Kafka JVM: a voter of the quorum and a broker, with its own ports and data."""
@@ -59,6 +78,11 @@ class KafkaNode:
     advertised_port: int | None = None
     log_path: Path | None = None
     heap_mb: int = 512
+    listeners: tuple[Listener, ...] = ()
+    # ``kafka-storage format --add-scram`` values: ``SCRAM-SHA-512=[name=alice,password=...]``.
+    scram_users: tuple[str, ...] = ()
+    # Each listener's port, by name (free ports unless given).
+    listener_ports: dict[str, int] = field(default_factory=dict)
     _workdir: Path | None = None
     _process: subprocess.Popen[bytes] | None = None
 
@@ -66,6 +90,10 @@ class KafkaNode:
     def bootstrap(self) -> str:
         """``host:port`` of this node for Kafka clients."""
         return f"127.0.0.1:{self.port}"
+
+    def __post_init__(self) -> None:
+        for listener in self.listeners:
+            self.listener_ports.setdefault(listener.name, free_port())
 
     @property
     def pid(self) -> int | None:
@@ -86,23 +114,32 @@ class KafkaNode:
         """The node's ``server.properties``."""
         assert self._workdir is not None
         advertised = self.advertised_port or self.port
+        ports = self.listener_ports
+        listeners = "".join(f",{x.name}://127.0.0.1:{ports[x.name]}" for x in self.listeners)
+        protocols = "".join(f",{x.name}:{x.protocol}" for x in self.listeners)
         props = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
             "controller.quorum.voters": voters,
             "listeners": (
                 f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
+                + listeners
             ),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{advertised}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{advertised}" + listeners,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": (
+                "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT" + protocols
+            ),
             "log.dirs": str(self._workdir / "kraft"),
             "offsets.topic.num.partitions": "8",
             "group.initial.rebalance.delay.ms": "0",
             "log.cleaner.dedupe.buffer.size": "33554432",
             "auto.create.topics.enable": "false",
         }
+        for listener in self.listeners:
+            prefix = f"listener.name.{listener.name.lower()}."
+            props.update({prefix + key: value for key, value in listener.properties.items()})
         props.update(extra)
         return props
 
@@ -114,8 +151,12 @@ class KafkaNode:
             "".join(f"{k}={v}\n" for k, v in self.properties(voters, extra).items())
         )
         (self._workdir / "log4j2.properties").write_text(_LOG4J2)
+        scram = [arg for user in self.scram_users for arg in ("--add-scram", user)]
         formatted = subprocess.run(
-            [*self._java(), "kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(config)],
+            [
+                *self._java(),
+                "kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(config), *scram,
+            ],
             capture_output=True,
             text=True,
         )
@@ -208,6 +249,8 @@ class KafkaCluster:
     advertised_ports: list[int] | None = None
     properties: dict[str, str] = field(default_factory=dict)
     heap_mb: int = 512
+    listeners: tuple[Listener, ...] = ()
+    scram_users: tuple[str, ...] = ()
     nodes: list[KafkaNode] = field(default_factory=list)
 
     kind = "kafka"
@@ -222,6 +265,8 @@ class KafkaCluster:
                     advertised_port=self.advertised_ports[i] if self.advertised_ports else None,
                     log_path=self.log_dir / f"kafka-{i + 1}.log" if self.log_dir else None,
                     heap_mb=self.heap_mb,
+                    listeners=self.listeners,
+                    scram_users=self.scram_users,
                 )
                 for i in range(self.size)
             ]
@@ -235,6 +280,10 @@ class KafkaCluster:
     def url(self) -> str:
         """The ``BROKER_URL`` a worker takes."""
         return ";".join(f"kafka://127.0.0.1:{n.advertised_port or n.port}" for n in self.nodes)
+
+    def url_of(self, listener: str, host: str = "127.0.0.1") -> str:
+        """The ``BROKER_URL`` of the client listener named ``listener``."""
+        return ";".join(f"kafka://{host}:{n.listener_ports[listener]}" for n in self.nodes)
 
     @property
     def port(self) -> int:

@@ -1,6 +1,7 @@
 """``/ready``: may this worker be sent traffic? Each check answers within a second or fails.
 
-Ready means: the database answers ``SELECT 1``, a broker accepts a connection,
+Ready means: the database answers ``SELECT 1``, a broker accepts a connection with
+the worker's own settings (TLS and login included),
 the consumer has partitions assigned (one in the middle of a rebalance is
 alive but not ready; one beyond the partition count, after the group settled,
 is a ready spare), the in-worker relay runs and its cycles end, and batches
@@ -11,14 +12,21 @@ records wait is stuck (a connection that hangs, a pause that lasts), not ready.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 CHECK_TIMEOUT_SECONDS = 1.0
+
+
+class Connects(Protocol):
+    """Connects to a bootstrap server as the worker's clients do (``KafkaClients``)."""
+
+    async def check(self, within: float) -> str:
+        """The server that took the connection; raises why none did."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,21 +76,14 @@ async def database(engine: AsyncEngine, within: float = CHECK_TIMEOUT_SECONDS) -
     return Check("database", True, "SELECT 1 answered")
 
 
-async def broker(
-    servers: Sequence[tuple[str, int]], within: float = CHECK_TIMEOUT_SECONDS
-) -> Check:
-    """At least one bootstrap server accepts a TCP connection within ``within`` seconds."""
-    errors = []
-    for host, port in servers:
-        try:
-            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), within)
-        except (OSError, TimeoutError) as exc:
-            errors.append(f"{host}:{port}: {_describe(exc)}")
-            continue
-        writer.close()
-        await writer.wait_closed()
-        return Check("broker", True, f"{host}:{port} accepts connections")
-    return Check("broker", False, "; ".join(errors) or "no bootstrap server configured")
+async def broker(clients: Connects, within: float = CHECK_TIMEOUT_SECONDS) -> Check:
+    """A bootstrap server takes a connection (TCP, then TLS and the login the settings ask
+    for) within ``within`` seconds per server."""
+    try:
+        server = await clients.check(within)
+    except Exception as exc:
+        return Check("broker", False, str(exc) or type(exc).__name__)
+    return Check("broker", True, f"{server} accepts connections")
 
 
 def partitions(assigned: int | None, settled: bool = False) -> Check:

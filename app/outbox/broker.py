@@ -18,6 +18,11 @@ retries internally from being written twice. A broker that refuses it
 without it a retried batch may be written twice, and the consumers' dedup absorbs
 the copy. Either way aiokafka sends one batch per partition at a time, so a
 partition receives the records in the order they were sent.
+
+The producer comes from ``app.kafka_clients`` with every connection setting. A broker
+that refuses those settings (the login, its certificate or name, a client
+certificate) stops the relay with ``BrokerRefused`` and the reason in one line; a
+broker it cannot reach is ``BrokerUnreachable``, waited for.
 """
 
 from __future__ import annotations
@@ -32,10 +37,11 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
+from app.errors import BrokerRefused, BrokerUnreachable
+from app.kafka_clients import KafkaClients
 from app.outbox.message import BadRow, Message
 from app.outbox.partitioner import RememberingPartitioner
 from app.outbox.recovered import already_sent
-from dlq.broker import bootstrap_servers
 
 START_TIMEOUT_SECONDS = 15.0
 # What a broker without idempotent producers answers to InitProducerId.
@@ -43,9 +49,7 @@ _NO_IDEMPOTENCE = {"UnknownError", "UnsupportedVersionError"}
 TOPICS_MAX_AGE_SECONDS = 60.0
 log = logging.getLogger("effectively_once.relay")
 
-
-class BrokerRefused(Exception):
-    """The broker will not serve this producer as configured (a setting must change)."""
+__all__ = ["BrokerRefused", "BrokerUnreachable", "KafkaBroker", "is_row_fault"]
 
 
 def is_row_fault(exc: BaseException) -> bool:
@@ -66,16 +70,15 @@ class KafkaBroker:
 
     def __init__(
         self,
-        broker_url: str,
+        clients: KafkaClients,
         idempotent: bool = True,
         request_timeout_seconds: float = 15.0,
         client_id: str = "effectively-once-relay",
     ) -> None:
-        self.broker_url = broker_url
+        self.clients = clients
         self.idempotent = idempotent
         self._partitioner = RememberingPartitioner()
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap_servers(broker_url),
+        self._producer = clients.producer(
             client_id=client_id,
             acks="all",
             enable_idempotence=idempotent,
@@ -94,8 +97,8 @@ class KafkaBroker:
         return self._producer
 
     async def start(self) -> None:
-        """Connect; raises ``BrokerRefused`` for a setting the broker refuses, and aiokafka's
-        or the OS's error (an infrastructure failure) when it cannot be reached."""
+        """Connect; raises ``BrokerRefused`` for a setting the broker refuses, and
+        ``BrokerUnreachable`` (an infrastructure failure) when it cannot be reached."""
         if self._started:
             return
         try:
@@ -107,11 +110,28 @@ class KafkaBroker:
                     f"the broker refused an idempotent producer ({type(exc).__name__} for "
                     "InitProducerId); set RELAY_IDEMPOTENT=false for a broker without it"
                 ) from None
-            raise
+            await self._why_not(exc)
+        except (OSError, TimeoutError) as exc:
+            await self._producer.stop()
+            await self._why_not(exc)
         except BaseException:
             await self._producer.stop()
             raise
         self._started = True
+
+    async def _why_not(self, exc: BaseException) -> None:
+        """Raise why the producer could not start: aiokafka only says it could not
+        bootstrap, so connect once more the way it does, to learn the reason (unless
+        nothing answered at all: that is the reason)."""
+        where = self.clients.where
+        if isinstance(exc, TimeoutError):
+            raise BrokerUnreachable(
+                f"cannot reach the broker at {where}: no answer within {START_TIMEOUT_SECONDS:g} s"
+            ) from exc
+        await self.clients.check(START_TIMEOUT_SECONDS)  # raises BrokerRefused/-Unreachable
+        raise BrokerUnreachable(
+            f"cannot reach the broker at {where}: {type(exc).__name__}: {exc}"
+        ) from exc
 
     async def stop(self) -> None:
         """Flush what is queued and disconnect (a producer never started is closed too)."""
@@ -135,9 +155,7 @@ class KafkaBroker:
         # topics it asked about (Apache Kafka names none unprompted): ask for these first.
         for topic in {message.topic for message, _ in wanted.values()}:
             await self._producer.partitions_for(topic)
-        return await already_sent(
-            bootstrap_servers(self.broker_url), wanted, self._partitions_of
-        )
+        return await already_sent(self.clients, wanted, self._partitions_of)
 
     def _partitions_of(self, message: Message) -> Sequence[int]:
         partitions = sorted(self._producer.client.cluster.partitions_for_topic(message.topic) or ())

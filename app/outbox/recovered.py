@@ -25,6 +25,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from app.kafka_clients import KafkaClients
 from app.outbox.message import Message
 
 CLOCK_SKEW = timedelta(minutes=1)
@@ -42,12 +43,13 @@ def fingerprint(key: bytes | None, value: bytes | None, headers: Any) -> Fingerp
 
 
 async def already_sent(
-    bootstrap: Sequence[str],
+    clients: KafkaClients,
     wanted: Mapping[int, tuple[Message, datetime]],
     partitions_of: Callable[[Message], Sequence[int]],
 ) -> set[int]:
     """Of ``wanted`` (row id -> its record and the row's ``created_at``), the rows whose
-    record is on its topic already. ``partitions_of`` gives where a record may be."""
+    record is on its topic already. ``partitions_of`` gives where a record may be; the
+    reading consumer is one of ``clients`` (the relay's connection settings)."""
     looking: dict[TopicPartition, dict[Fingerprint, list[int]]] = {}
     since: dict[TopicPartition, int] = {}
     for row_id, (message, created) in wanted.items():
@@ -59,8 +61,7 @@ async def already_sent(
             since[tp] = min(since.get(tp, ms), ms)
     if not looking:
         return set()
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=list(bootstrap),
+    consumer = clients.consumer(
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
 from app.db.engine import create_engine, session_factory
+from app.kafka_clients import KafkaClients
 from app.monitoring import readiness
 from app.outbox.broker import BrokerRefused, KafkaBroker
 from app.outbox.monitor import keep_sampling
@@ -89,7 +90,9 @@ class RelayRunner:
         self.engine = create_engine(settings.database_url, RELAY_POOL_SIZE, settings.db_timeouts)
         config = relay_config(settings)
         self.broker = KafkaBroker(
-            settings.broker_url, idempotent=settings.relay_idempotent, client_id=config.owner
+            KafkaClients.from_settings(settings),
+            idempotent=settings.relay_idempotent,
+            client_id=config.owner,
         )
         topics = TopicMaker.of(settings) if settings.topics_declare else None
         self.relay = Relay(
@@ -107,10 +110,11 @@ class RelayRunner:
         if self.sample:
             self._tasks.append(asyncio.ensure_future(keep_sampling(self.engine)))
         log.info(
-            "relay %s started: database %s, broker %s, batches of %d, lease %.0fs",
+            "relay %s started: database %s, broker %s (%s), batches of %d, lease %.0fs",
             self.relay.owner,
             make_url(self.settings.database_url).render_as_string(hide_password=True),
             self.settings.broker_url,
+            self.settings.broker_security.describe(),
             self.settings.relay_batch_size,
             self.settings.relay_lease_seconds,
         )

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
+from app.kafka_clients import KafkaClients
 from app.settings import Settings
-from dlq.broker import bootstrap_servers
 
 log = logging.getLogger("effectively_once.relay")
 ASK_AGAIN_SECONDS = 30.0
@@ -36,7 +36,7 @@ _LISTED_POLL_SECONDS = 0.1
 class TopicMaker:
     """Creates the topics the outbox needs; remembers the ones the broker refused."""
 
-    broker_url: str
+    clients: KafkaClients
     partitions: int
     replication: int
     client_id: str = "effectively-once-topics"
@@ -48,7 +48,7 @@ class TopicMaker:
     def of(cls, settings: Settings, client_id: str = "effectively-once-topics") -> TopicMaker:
         """The maker ``settings`` ask for: partitions and replicas from the settings."""
         return cls(
-            settings.broker_url,
+            KafkaClients.from_settings(settings),
             settings.order_topic_partitions,
             settings.topic_replication_factor,
             client_id=client_id,
@@ -73,8 +73,7 @@ class TopicMaker:
         wanted = set(topics) - set(recent)
         if not wanted:
             return recent
-        admin = AIOKafkaAdminClient(
-            bootstrap_servers=bootstrap_servers(self.broker_url),
+        admin = self.clients.admin(
             client_id=self.client_id,
             request_timeout_ms=int(self.request_timeout_seconds * 1000),
         )

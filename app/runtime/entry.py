@@ -1,13 +1,24 @@
-"""Build the worker's faust app from the environment, or exit with a clear message."""
+"""Build the worker's faust app from the environment, or exit with a clear message.
+
+A broker that refuses the worker's security settings (its login, the trust in its
+certificate, the name it holds, the client certificate) is found here, before faust
+starts, by one connection made as faust's clients will make theirs: faust itself would
+stop with a traceback that says only that it could not bootstrap. A broker that cannot
+be reached is left to faust, as with PLAINTEXT.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import ValidationError
 
-from app.errors import ConfigurationError
+from app.errors import BrokerUnreachable, ConfigurationError
+from app.kafka_clients import CONNECT_TIMEOUT_SECONDS, KafkaClients
 from app.registry import default_registry
 from app.runtime.faust_app import create_app
 from app.runtime.services import import_handlers
@@ -19,11 +30,30 @@ def build_app_or_exit() -> Any:
     try:
         settings = get_settings()
         registry = import_handlers(settings, default_registry)
+        clients = KafkaClients.from_settings(settings)
+        if settings.broker_security_protocol != "PLAINTEXT":
+            _broker_takes(clients)
     except ValidationError as exc:
         _exit("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
-    except ConfigurationError as exc:
+    except ConfigurationError as exc:  # BrokerRefused among them
         _exit(str(exc))
-    return create_app(settings, registry)
+    return create_app(settings, registry, clients)
+
+
+def _broker_takes(clients: KafkaClients) -> None:
+    """Raise ``BrokerRefused`` if the broker refuses ``clients``' settings."""
+    # aiokafka's own lines (PLAIN "in the clear") would reach stderr through logging's
+    # last resort: logging is not configured yet. faust's clients say them again later.
+    quiet = logging.NullHandler()
+    logging.getLogger("aiokafka").addHandler(quiet)
+    # Its own thread and event loop: faust's loop, on this thread, does not exist yet.
+    try:
+        with ThreadPoolExecutor(max_workers=1) as thread:
+            thread.submit(asyncio.run, clients.check(CONNECT_TIMEOUT_SECONDS)).result()
+    except BrokerUnreachable:
+        pass  # left to faust, as with PLAINTEXT
+    finally:
+        logging.getLogger("aiokafka").removeHandler(quiet)
 
 
 def _exit(message: str) -> None:

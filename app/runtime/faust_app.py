@@ -16,6 +16,7 @@ from typing import Any
 import faust
 from mode.supervisors import CrashingSupervisor
 
+from app.kafka_clients import KafkaClients
 from app.logging_setup import worker_logging_options
 from app.logging_streams import capture_standard_streams
 from app.monitoring.progress import Progress
@@ -36,14 +37,18 @@ from dlq.topics import dlt_topic, retry_topic
 log = logging.getLogger("effectively_once.worker")
 
 
-def create_app(settings: Settings, registry: Registry) -> faust.App:
-    """The faust app consuming ``ORDER_TOPIC`` and its retry tiers in batches."""
+def create_app(
+    settings: Settings, registry: Registry, clients: KafkaClients | None = None
+) -> faust.App:
+    """The faust app consuming ``ORDER_TOPIC`` and its retry tiers in batches; its broker
+    connection (and ``/ready``'s broker check) from ``clients``, by default the settings'."""
+    clients = clients or KafkaClients.from_settings(settings)
     # faust keeps per-app files here; off the working directory, one folder per app id.
     datadir = Path(tempfile.gettempdir()) / "effectively-once"
     datadir.mkdir(parents=True, exist_ok=True)
     app = App(
         settings.app_id,
-        broker=settings.broker_url,
+        **clients.faust_options(),
         broker_session_timeout=settings.broker_session_timeout_seconds,
         broker_heartbeat_interval=min(3.0, settings.broker_session_timeout_seconds / 3),
         consumer_auto_offset_reset="earliest",
@@ -67,7 +72,7 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
         app.topics_first = _declarer(settings)
     set_fetch_max_wait(app, settings.fetch_max_wait_ms)
     services = _LazyServices(settings, registry)
-    progress = add_observability(app, settings, registry, services.relay_health)
+    progress = add_observability(app, settings, registry, clients, services.relay_health)
     base = settings.order_topic
     _agent(app, _topic(app, settings, base), services, progress, "main", wait_until_due=False)
     for delay in settings.retry_delay_seconds:

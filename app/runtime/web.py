@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app import metrics
 from app.db.engine import create_engine
 from app.db.timeouts import DbTimeouts
+from app.kafka_clients import BrokerCheck, KafkaClients
 from app.monitoring import readiness
 from app.monitoring.parked import keep_sampling
 from app.monitoring.progress import Progress, TopicPartition
@@ -85,15 +86,17 @@ def add_observability(
     app: faust.App,
     settings: Settings,
     registry: Registry,
+    clients: KafkaClients,
     relay_health: Callable[[], readiness.Check | None] = lambda: None,
 ) -> Progress:
     """Serve the three pages, sample parking every 10 s; returns the agent's ``Progress``.
 
+    ``clients`` makes the broker check's connection (the worker's own settings);
     ``relay_health`` is the in-worker relay's check (None while it does not run)."""
     progress = Progress()
     database = _Database(settings.database_url, settings.db_timeouts)
     partitions = FaustPartitions(app)
-    servers = [(url.host or "localhost", url.port or 9092) for url in app.conf.broker]
+    broker_check = BrokerCheck(clients)
     metrics.initialise(registry.consumers)
 
     @app.page("/metrics")
@@ -125,7 +128,9 @@ def add_observability(
     class Ready(View):
         async def get(self, request: Request) -> Response:
             db, broker, waiting = await asyncio.gather(
-                readiness.database(database.engine), readiness.broker(servers), records_waiting()
+                readiness.database(database.engine),
+                readiness.broker(broker_check),
+                records_waiting(),
             )
             stalled = readiness.progress(
                 waiting, progress.since_last_batch(), settings.ready_stall_seconds
@@ -143,6 +148,7 @@ def add_observability(
 
     @app.on_before_shutdown.connect  # type: ignore[arg-type]
     async def _dispose(app: Any, **_: Any) -> None:
+        broker_check.close()
         await database.dispose()
 
     return progress

@@ -2,6 +2,9 @@
 
 - ``broker``: one broker for the whole run, shared by the xdist processes: Apache
   Kafka, or Tansu under ``TEST_BROKER=tansu`` (``support.session_broker``).
+- ``secure_kafka``: an Apache Kafka of the test process's own with SASL_SSL
+  (SCRAM-SHA-512), SSL (client certificates) and SASL_PLAINTEXT (PLAIN) listeners and
+  the certificates and users they take (``app.demo.secure_kafka``), started on first use.
 - ``stream``: the test's own topic and consumer group on it, so tests never
   share broker state.
 - ``backend`` / ``database_url``: a fresh database per test, dropped afterwards;
@@ -35,6 +38,7 @@ from app.db import tables
 from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
 from app.demo.broker import LocalBroker
+from app.demo.secure_kafka import SecureKafka
 from tests.conftest import unavailable
 from tests.integration.support.databases import Databases, ServiceUnavailable
 from tests.integration.support.kafka import OrderTopic
@@ -69,6 +73,19 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> SharedBroker:
         return shared_broker(run_root(tmp_path_factory.getbasetemp()))
     except Exception as exc:  # no Java, no Maven, no Tansu binary, or it did not start
         unavailable(f"the test broker did not start: {exc}")
+
+
+@pytest.fixture(scope="session")
+def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
+    """Apache Kafka with the three secured listeners (whatever ``TEST_BROKER`` says: Tansu
+    has no TLS or SASL listeners)."""
+    folder = tmp_path_factory.mktemp("secure-kafka")
+    try:
+        secured = SecureKafka(folder=folder, log_path=folder / "kafka.log").start()
+    except Exception as exc:  # no Java, no Maven, or it did not start
+        unavailable(f"the secured Apache Kafka did not start: {exc}")
+    yield secured
+    secured.stop()
 
 
 @pytest.fixture(scope="session")

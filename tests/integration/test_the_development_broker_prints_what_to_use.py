@@ -20,6 +20,7 @@ import pytest
 from app.demo.broker import free_port
 from app.demo.envelopes import Message
 from app.demo.produce import ensure_topic, produce
+from app.kafka_clients import KafkaClients
 from dlq.broker import read_topic
 from tests.integration.support.waiting import eventually
 
@@ -47,7 +48,7 @@ async def test_the_broker_runs_until_sigterm_and_says_how_to_use_it(
         bootstrap = f"127.0.0.1:{port}"
         await ensure_topic(bootstrap, "dev-topic", 1)
         await produce(bootstrap, "dev-topic", [Message(b"k", b"v", ())])
-        records = await read_topic(f"kafka://{bootstrap}", "dev-topic")
+        records = await read_topic(KafkaClients(f"kafka://{bootstrap}"), "dev-topic")
         assert [(r.key, r.value) for r in records] == [(b"k", b"v")]
     finally:
         process.send_signal(signal.SIGTERM)

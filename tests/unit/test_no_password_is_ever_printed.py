@@ -6,7 +6,10 @@ shape no parser reads is refused at start-up by the settings with a message
 that names the variable and what is wrong, but not the value; the worker's
 start, ``python -m dlq``, ``python -m app trace`` and ``python -m app.db.migrate``
 then print one such line (no traceback) and exit with code 2. A well-formed URL
-to a database that does not answer is shown with its password masked.
+to a database that does not answer is shown with its password masked. The same holds
+for ``BROKER_SASL_PASSWORD`` and ``BROKER_SSL_KEY_PASSWORD`` in broker security settings
+that are wrong (the worker, ``python -m dlq``, ``python -m app trace`` and
+``python -m app relay``).
 (Databases are pointed at a port nothing listens on, so nothing is reached.)
 """
 
@@ -40,6 +43,26 @@ BAD_REDIS_URLS = [
     f"redis://:{PASSWORD}@cache.internal:notaport/0",
 ]
 UNREACHABLE = f"postgresql://app:{PASSWORD}@127.0.0.1:1/orders"
+# Broker security settings that are wrong, each holding the password; the variable named.
+BAD_BROKER_SECURITY = {
+    "BROKER_SASL_PASSWORD": {"BROKER_SASL_PASSWORD": PASSWORD},
+    "BROKER_SASL_MECHANISM": {
+        "BROKER_SASL_MECHANISM": "SCRAM-SHA-512",
+        "BROKER_SASL_USERNAME": "alice",
+        "BROKER_SASL_PASSWORD": PASSWORD,
+    },
+    "BROKER_SSL_CA_FILE": {
+        "BROKER_SECURITY_PROTOCOL": "SASL_SSL",
+        "BROKER_SASL_MECHANISM": "PLAIN",
+        "BROKER_SASL_USERNAME": "alice",
+        "BROKER_SASL_PASSWORD": PASSWORD,
+        "BROKER_SSL_CA_FILE": "/no/such/ca.pem",
+    },
+    "BROKER_SSL_KEY_PASSWORD": {
+        "BROKER_SECURITY_PROTOCOL": "SSL",
+        "BROKER_SSL_KEY_PASSWORD": PASSWORD,
+    },
+}
 
 
 @pytest.fixture(autouse=True)
@@ -147,3 +170,25 @@ def test_an_unreachable_database_is_shown_with_its_password_masked(
         migrate.main([])
 
     assert "app:***@127.0.0.1:1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("variable", list(BAD_BROKER_SECURITY))
+def test_wrong_broker_security_settings_never_print_their_password(
+    variable: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = BAD_BROKER_SECURITY[variable]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    with pytest.raises(SystemExit) as exited:
+        build_app_or_exit()
+    worker = capsys.readouterr()
+    dlq = CliRunner().invoke(dlq_cli, ["list"], env=env)
+    trace = CliRunner().invoke(build_cli(), ["trace", "e-1"], env=env)
+    relay = CliRunner().invoke(build_cli(), ["relay"], env=env)
+
+    assert exited.value.code == 2
+    assert (dlq.exit_code, trace.exit_code, relay.exit_code) == (2, 2, 2)
+    for said in (worker.out + worker.err, dlq.output, trace.output, relay.output):
+        _one_clean_line(said)
+        assert f"{variable}: " in said, said

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db import tables
 from app.db.engine import create_engine, session_factory
+from app.kafka_clients import KafkaClients
 from app.outbox import NewEvent, add_events
 from app.outbox.broker import KafkaBroker, is_row_fault
 from app.outbox.message import BadRow, Message
@@ -189,10 +190,10 @@ def test_only_a_records_own_refusal_is_its_fault(error: BaseException, row_fault
 
 
 async def test_the_producer_is_idempotent_with_acks_all_by_default() -> None:
-    broker = KafkaBroker("kafka://127.0.0.1:9092")
+    broker = KafkaBroker(KafkaClients("kafka://127.0.0.1:9092"))
     assert broker.producer._txn_manager is not None  # idempotence on
     assert broker.producer._sender._acks == -1  # acks=all
-    plain = KafkaBroker("kafka://127.0.0.1:9092", idempotent=False)
+    plain = KafkaBroker(KafkaClients("kafka://127.0.0.1:9092"), idempotent=False)
     assert plain.producer._txn_manager is None
     assert plain.producer._sender._acks == -1
     await broker.stop()

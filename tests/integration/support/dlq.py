@@ -24,6 +24,7 @@ from sqlalchemy import select
 from app.db.engine import create_engine
 from app.db.tables import failed_event
 from app.demo.envelopes import Message, encode
+from app.kafka_clients import KafkaClients
 from app.records import RawRecord
 from dlq.broker import read_topic
 from dlq.errors import NothingMatched
@@ -115,7 +116,7 @@ async def produce(
 async def records(stream: Stream, topic: str) -> list[RawRecord]:
     """Every record of ``topic`` (empty while it does not exist)."""
     try:
-        return await read_topic(stream.broker_url, topic)
+        return await read_topic(KafkaClients(f"kafka://{stream.bootstrap}"), topic)
     except NothingMatched:  # the topic does not exist yet
         return []
 

@@ -16,6 +16,7 @@ from sqlalchemy import func, insert, select, update
 
 from app.db.engine import create_engine, session_factory
 from app.db.tables import outbox_event
+from app.kafka_clients import KafkaClients
 from app.outbox import NewEvent, add_events
 from app.outbox.broker import KafkaBroker
 from app.outbox.relay import Relay, RelayConfig
@@ -105,7 +106,7 @@ def copies(envelopes: Iterable[dict[str, Any]]) -> dict[str, int]:
 async def relay_on(database_url: str, broker_url: str, **config: Any) -> AsyncIterator[Relay]:
     """A relay in this process (``config``: ``RelayConfig`` fields), its producer started."""
     engine = create_engine(database_url, pool_size=2)
-    broker = KafkaBroker(broker_url, idempotent=relay_idempotent())
+    broker = KafkaBroker(KafkaClients(broker_url), idempotent=relay_idempotent())
     await broker.start()
     try:
         yield Relay(session_factory(engine), broker, RelayConfig(**config))
