@@ -272,6 +272,7 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
                 "repeated": findings.dead_letters.repeated,
                 "others": findings.dead_letters.others,
                 "written_twice": findings.dead_letters.written_twice,
+                "copies_at": findings.dead_letters.copies_at,
             },
             "topic": {
                 "records": findings.topic.records,
