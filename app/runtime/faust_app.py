@@ -26,7 +26,7 @@ from app.runtime.garbage import tune_garbage_collector
 from app.runtime.intake import Intake
 from app.runtime.records import to_record
 from app.runtime.services import Services, start_services
-from app.runtime.transport import set_fetch_max_wait
+from app.runtime.transport import Transport, set_fetch_max_wait
 from app.runtime.web import add_observability
 from app.settings import Settings
 from dlq.topics import dlt_topic, retry_topic
@@ -75,7 +75,8 @@ def create_app(settings: Settings, registry: Registry) -> faust.App:
 
 
 class _App(faust.App):
-    """faust's app, with a member URL that a static member keeps across restarts."""
+    """faust's app, with a member URL that a static member keeps across restarts, and our
+    transport (``app.runtime.transport``)."""
 
     async def on_first_start(self) -> None:
         instance = self.conf.consumer_group_instance_id
@@ -85,6 +86,12 @@ class _App(faust.App):
             # from the host and port, which a restart may change.
             self.conf.canonical_url = f"http://{instance}"  # type: ignore[assignment]
         await super().on_first_start()
+
+    def _new_transport(self) -> Any:
+        return Transport(self.conf.broker_consumer, self)
+
+    def _new_producer_transport(self) -> Any:
+        return Transport(self.conf.broker_producer, self)
 
 
 def _topic(app: faust.App, settings: Settings, name: str) -> Any:
