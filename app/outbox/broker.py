@@ -129,6 +129,10 @@ class KafkaBroker:
     async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
         """Of ``wanted`` (row id -> record, row's ``created_at``), the rows whose record is on
         its topic already (``app.outbox.recovered``)."""
+        # The producer's metadata covers the topics it sent to; a relay that takes rows
+        # over right after it started has sent to none, and would look in no partition.
+        for topic in {message.topic for message, _ in wanted.values()}:
+            await self._producer.partitions_for(topic)
         return await already_sent(
             bootstrap_servers(self.broker_url), wanted, self._partitions_of
         )
