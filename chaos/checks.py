@@ -31,6 +31,10 @@ class DeadLetterCheck:
     repeated: dict[str, int] = field(default_factory=dict)  # position -> copies on the DLT
     others: list[str] = field(default_factory=list)  # DLT records of good events: "pos (reason)"
     written_twice: list[str] = field(default_factory=list)  # repeated: more than one outbox row
+    # repeated: where each copy is on the DLT, when it was written, and whether the copies
+    # are the same record byte for byte (what a relay's search for a dead relay's record
+    # compares): "[partition]@offset t=timestamp_ms", then "identical" or "differ"
+    copies_at: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -48,11 +52,13 @@ def check_dead_letters(
     (position -> outbox rows written for it) tells why a record is there twice."""
     poison_at = {r.position: r for r in topic if r.value in poison}
     copies: Counter[str] = Counter()
+    found: dict[str, list[RawRecord]] = {}
     others = []
     for record in dlt:
         origin = _origin(record)
         if origin in poison_at:
             copies[origin] += 1
+            found.setdefault(origin, []).append(record)
         else:
             reason = (record.header(headers.DLT_REASON) or b"?").decode(errors="replace")
             others.append(f"{origin} ({reason})")
@@ -67,7 +73,17 @@ def check_dead_letters(
             for position, n in copies.items()
             if n > 1 and (written or {}).get(position, 0) > 1
         ],
+        copies_at={
+            position: _where(found[position]) for position, n in copies.items() if n > 1
+        },
     )
+
+
+def _where(records: list[RawRecord]) -> list[str]:
+    """Each copy's place and time on the DLT, then whether the copies are identical."""
+    places = [f"[{r.partition}]@{r.offset} t={r.timestamp_ms}" for r in records]
+    same = len({(r.key, r.value, r.headers) for r in records}) == 1
+    return [*places, "identical" if same else "differ"]
 
 
 def _origin(record: RawRecord) -> str:

@@ -53,6 +53,12 @@ def main(
     chosen = with_overrides(PROFILES[profile], events=events, rate=rate, seed=seed)
     options = Options(chosen, database, home, json_out, keep, broker)
     console = Console() if sys.stdout.isatty() else Console(width=CAPTURED_WIDTH)
+    if chosen.brokers > 1 and broker != "kafka":
+        console.print(
+            f"[bold red]✘[/] the {profile} profile runs {chosen.brokers} Apache Kafka nodes: "
+            f"--broker kafka, not {broker}"
+        )
+        raise typer.Exit(2)
     try:
         code = asyncio.run(_interruptible(options, console))
     except CannotRun as exc:

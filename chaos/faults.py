@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from chaos.brokers import ChaosBrokers
 from chaos.database import ChaosDatabase
 from chaos.proxy import TcpProxy
 from chaos.redis import ChaosRedis
@@ -39,8 +40,9 @@ class Targets:
     workers: WorkerPool
     database: ChaosDatabase
     database_proxy: TcpProxy
-    broker_proxy: TcpProxy
+    brokers: ChaosBrokers
     redis: ChaosRedis
+    topic: str  # the one whose busiest partition's leader is killed
     relays: WorkerPool | None = None
 
 
@@ -64,6 +66,8 @@ class Injector:
             FaultKind.REDIS_FLUSH: self._flush_redis,
             FaultKind.REDIS_KILL: self._kill_redis,
             FaultKind.BROKER_CUT: self._cut_broker,
+            FaultKind.LEADER_KILL: self._kill_leader,
+            FaultKind.BROKER_BLACKHOLE: self._blackhole_broker,
         }
 
     def now(self) -> float:
@@ -141,10 +145,38 @@ class Injector:
         return f"down {planned.seconds:g} s, back empty"
 
     async def _cut_broker(self, _: Planned) -> str:
-        proxy = self.targets.broker_proxy
-        count = proxy.open_connections
-        await asyncio.to_thread(proxy.cut)
+        brokers = self.targets.brokers
+        count = brokers.open_connections
+        await asyncio.to_thread(brokers.cut)
         return f"{count} connections closed with a FIN"
+
+    async def _kill_leader(self, planned: Planned) -> str:
+        # A crashed machine: the controller notices when the node's heartbeats stop and
+        # moves its leaderships to replicas in sync; the node comes back on its own data.
+        brokers = self.targets.brokers
+        node, partition, records = await brokers.busiest_leader(self.targets.topic)
+        await asyncio.to_thread(node.kill)
+        await asyncio.sleep(planned.seconds)
+        await asyncio.to_thread(brokers.cluster.restart, node)
+        return (
+            f"node {node.node_id}, leader of partition {partition} ({records:,} records), "
+            f"down {planned.seconds:g} s"
+        )
+
+    async def _blackhole_broker(self, planned: Planned) -> str:
+        # Nothing reaches the node from clients or from its peers' replica fetchers, and
+        # nobody is told. The quorum still hears the node (its own listener), so the node
+        # keeps its leaderships, unreachable, while their other replicas drop out of sync.
+        brokers = self.targets.brokers
+        node = self._rng.choice(brokers.cluster.nodes)
+        proxy = brokers.proxy_of(node)
+        held = proxy.open_connections
+        await _outage(
+            lambda: asyncio.to_thread(proxy.blackhole),
+            lambda: asyncio.to_thread(proxy.heal),
+            planned,
+        )
+        return f"node {node.node_id}: {held} connections silent {planned.seconds:g} s, then healed"
 
 
 async def _outage(

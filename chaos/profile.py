@@ -1,4 +1,5 @@
-"""The soak's two profiles: ``full`` (the documented run) and ``short`` (CI, about 2 minutes).
+"""The soak's profiles: ``full`` (the documented run), ``short`` (CI, about 2 minutes) and
+``cluster`` (three Kafka brokers, replication factor 3, brokers killed and cut off).
 
 A profile says how much load is offered for how long, how many workers take it,
 and how hard and how often each fault strikes. Faults strike only while the load
@@ -30,11 +31,26 @@ class Profile:
     broker_cuts: int = 2  # times every broker connection is cut
     drain_timeout: float = 300.0  # after the window: how long the group may take to catch up
     relay_kill_every: float = 20.0  # producer-side processes (relays), when the source has them
+    brokers: int = 1  # Kafka nodes; more than one needs Apache Kafka
+    leader_kills: int = 0  # times the leader of the busiest partition is SIGKILLed
+    leader_down_seconds: float = 10.0  # ... and restarted after this
+    broker_blackholes: int = 0  # times one broker's connections are blackholed
+    broker_blackhole_seconds: float = 30.0  # ... and healed after this
 
     @property
     def window(self) -> float:
         """Seconds the load is offered (and faults strike)."""
         return self.shape.events / self.rate
+
+    @property
+    def replication_factor(self) -> int:
+        """Copies of each partition of the soak's topics: one per broker, at most three."""
+        return min(3, self.brokers)
+
+    @property
+    def min_insync_replicas(self) -> int:
+        """Copies a write with ``acks=all`` needs: a majority of ``replication_factor``."""
+        return self.replication_factor // 2 + 1
 
 
 FULL = Profile(name="full", shape=Shape(), rate=400.0)
@@ -51,7 +67,24 @@ SHORT = Profile(
     drain_timeout=120.0,
 )
 
-PROFILES = {profile.name: profile for profile in (FULL, SHORT)}
+CLUSTER = Profile(
+    name="cluster",
+    shape=Shape(events=30_000, aggregates=300, seed=37),
+    rate=200.0,  # a 150 s window
+    terminations=2,
+    blackhole_seconds=20.0,
+    database_down_seconds=5.0,
+    redis_down_seconds=8.0,
+    broker_cuts=2,
+    drain_timeout=420.0,
+    brokers=3,
+    leader_kills=1,
+    leader_down_seconds=10.0,
+    broker_blackholes=1,
+    broker_blackhole_seconds=30.0,
+)
+
+PROFILES = {profile.name: profile for profile in (FULL, SHORT, CLUSTER)}
 
 
 def with_overrides(

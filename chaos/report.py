@@ -13,6 +13,7 @@ from rich.table import Table
 from chaos.checks import examples
 from chaos.faults import Injected
 from chaos.outcome import STALL_LEAD_SECONDS, Outcome
+from chaos.profile import Profile
 from chaos.schedule import LASTING, FaultKind
 from chaos.verify import EVERY_CONSUMER
 
@@ -23,7 +24,7 @@ def print_table(console: Console, outcome: Outcome) -> None:
     table = Table(
         "", "",
         title=f"effectively-once chaos soak: profile {profile.name}, {outcome.backend}, "
-        f"broker {outcome.broker}, "
+        f"broker {outcome.broker}{_nodes(profile)}, "
         f"{profile.workers} workers, source: {outcome.source}",
         title_justify="left", show_header=False,
     )  # fmt: skip
@@ -155,6 +156,15 @@ def _add_findings(table: Table, outcome: Outcome) -> None:
     table.add_row("DLT", _mark(dead.ok) + line)
 
 
+def _nodes(profile: Profile) -> str:
+    if profile.brokers == 1:
+        return ""
+    return (
+        f" ({profile.brokers} nodes, replication factor {profile.replication_factor}, "
+        f"min.insync.replicas {profile.min_insync_replicas})"
+    )
+
+
 def _worker_duplicates(outcome: Outcome) -> str:
     totals = outcome.worker_totals
     database, redis = totals["duplicates/database"], totals["duplicates/prefilter"]
@@ -191,6 +201,8 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
         "profile": outcome.profile.name,
         "backend": outcome.backend,
         "broker": outcome.broker,
+        "brokers": outcome.profile.brokers,
+        "replication_factor": outcome.profile.replication_factor,
         "source": outcome.source,
         "exact": outcome.exact,
         "failure": outcome.failure,
@@ -260,6 +272,7 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
                 "repeated": findings.dead_letters.repeated,
                 "others": findings.dead_letters.others,
                 "written_twice": findings.dead_letters.written_twice,
+                "copies_at": findings.dead_letters.copies_at,
             },
             "topic": {
                 "records": findings.topic.records,

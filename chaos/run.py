@@ -27,11 +27,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
-from app.demo.broker import LocalBroker, free_port
-from app.demo.kafka import KafkaCluster
-from app.demo.local import local_broker
 from app.demo.produce import ensure_topic
 from chaos import tally
+from chaos.brokers import ChaosBrokers
 from chaos.commands import CommandFailed
 from chaos.database import ChaosDatabase, ServerUnavailable, server
 from chaos.faults import Injector, Targets
@@ -118,20 +116,19 @@ class _Stage:
     database: ChaosDatabase
     name: str  # the run's database
     redis: ChaosRedis
-    broker: LocalBroker | KafkaCluster
-    broker_proxy: TcpProxy
+    brokers: ChaosBrokers
     database_proxy: TcpProxy
     topic: str
 
     @property
     def bootstrap(self) -> str:
-        """The broker's address for every client: its proxy (the broker advertises it)."""
-        return f"127.0.0.1:{self.broker_proxy.port}"
+        """The brokers' addresses for every client: their proxies (the nodes advertise them)."""
+        return self.brokers.bootstrap
 
     @property
     def broker_url(self) -> str:
-        """``BROKER_URL`` through the proxy."""
-        return f"kafka://{self.bootstrap}"
+        """``BROKER_URL`` through the proxies."""
+        return self.brokers.url
 
 
 async def _soak(
@@ -174,23 +171,23 @@ async def _set_stage(
         redis = ChaosRedis(options.home, workdir / "redis.log")
         await redis.start()
         stack.push_async_callback(redis.stop)
-    broker_proxy_port = free_port()
-    with console.status(f"starting the soak's own broker ({options.broker})"):
-        broker = local_broker(
-            options.broker, log_path=workdir / "broker.log", advertised_port=broker_proxy_port
-        )
+    profile = options.profile
+    brokers = ChaosBrokers.create(options.broker, profile, workdir)
+    # The proxies listen first: the nodes of a cluster reach each other through them.
+    stack.callback(brokers.stop_proxies)
+    brokers.start_proxies()
+    nodes = f"{profile.brokers} nodes of " if profile.brokers > 1 else ""
+    with console.status(f"starting the soak's own broker ({nodes}{options.broker})"):
         try:
-            broker.start()
+            brokers.broker.start()
         except (RuntimeError, OSError) as exc:
             raise CannotRun(f"the {options.broker} broker did not start: {exc}") from None
-    stack.callback(broker.stop)
-    broker_proxy = TcpProxy("127.0.0.1", broker.port, listen_port=broker_proxy_port).start()
-    stack.callback(broker_proxy.stop)
+    stack.callback(brokers.broker.stop)
     database_proxy = TcpProxy("127.0.0.1", database.port).start()
     stack.callback(database_proxy.stop)
     topic = f"chaos-orders-{tag}"
-    stage = _Stage(tag, database, name, redis, broker, broker_proxy, database_proxy, topic)
-    await ensure_topic(stage.bootstrap, topic, options.profile.partitions)
+    stage = _Stage(tag, database, name, redis, brokers, database_proxy, topic)
+    await ensure_topic(stage.bootstrap, topic, profile.partitions, profile.replication_factor)
     return stage
 
 
@@ -205,7 +202,7 @@ async def _window(
 ) -> None:
     """Offer the load while the faults strike, then wait for the group to catch up."""
     targets = Targets(
-        workers, stage.database, stage.database_proxy, stage.broker_proxy, stage.redis,
+        workers, stage.database, stage.database_proxy, stage.brokers, stage.redis, stage.topic,
         source.processes,
     )  # fmt: skip
     injector = Injector(targets, seed=profile.shape.seed, started=workers.clock)
@@ -279,7 +276,9 @@ def _worker_env(profile: Profile, stage: _Stage) -> dict[str, str]:
         "BROKER_SESSION_TIMEOUT_SECONDS": str(SESSION_TIMEOUT_SECONDS),
         "APP_WEB_STATS_ENABLED": "true",  # faust's /assignment/ page: who owns what
         # Tansu 0.6 has no InitProducerId; Apache Kafka runs the default.
-        "RELAY_IDEMPOTENT": str(stage.broker.idempotent).lower(),
+        "RELAY_IDEMPOTENT": str(stage.brokers.broker.idempotent).lower(),
+        # The retry tiers and the DLT are replicated as the order topic is.
+        "TOPIC_REPLICATION_FACTOR": str(profile.replication_factor),
     }
 
 

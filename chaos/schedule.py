@@ -7,6 +7,10 @@ one-off faults do not land on top of each other (kills may coincide with any):
     terminations   15 % ... 85 %    broker cuts   20 % ... 60 %
     blackhole      25 %             Redis flush   35 %
     database crash 45 %             Redis kill    70 %
+    leader kill    50 % ... 60 %    broker blackhole  72 % ... 76 %
+
+The two broker faults (profiles with several brokers) come after the database's
+blackhole and crash are over, so that each outage is met on its own.
 """
 
 from __future__ import annotations
@@ -28,9 +32,19 @@ class FaultKind(StrEnum):
     REDIS_FLUSH = "Redis flushed"
     REDIS_KILL = "Redis killed (restarted)"
     BROKER_CUT = "broker connections cut"
+    LEADER_KILL = "partition leader SIGKILLed (restarted)"
+    BROKER_BLACKHOLE = "one broker's connections blackholed, then healed"
 
 
-LASTING = frozenset({FaultKind.DATABASE_BLACKHOLE, FaultKind.DATABASE_CRASH, FaultKind.REDIS_KILL})
+LASTING = frozenset(
+    {
+        FaultKind.DATABASE_BLACKHOLE,
+        FaultKind.DATABASE_CRASH,
+        FaultKind.REDIS_KILL,
+        FaultKind.LEADER_KILL,
+        FaultKind.BROKER_BLACKHOLE,
+    }
+)
 """The faults that last a while (the others strike at once)."""
 
 
@@ -65,6 +79,14 @@ def plan(profile: Profile, relays: bool = False) -> list[Planned]:
         Planned(window * 0.35, FaultKind.REDIS_FLUSH),
         Planned(window * 0.45, FaultKind.DATABASE_CRASH, profile.database_down_seconds),
         Planned(window * 0.70, FaultKind.REDIS_KILL, profile.redis_down_seconds),
+    ]
+    faults += [
+        Planned(window * share, FaultKind.LEADER_KILL, profile.leader_down_seconds)
+        for share in _spread(profile.leader_kills, 0.50, 0.60)
+    ]
+    faults += [
+        Planned(window * share, FaultKind.BROKER_BLACKHOLE, profile.broker_blackhole_seconds)
+        for share in _spread(profile.broker_blackholes, 0.72, 0.76)
     ]
     return sorted(faults)
 

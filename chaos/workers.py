@@ -22,6 +22,7 @@ from app.demo.worker import WorkerProcess
 
 RESTART_AFTER_KILL_SECONDS = 1.0
 RESTART_AFTER_EXIT_SECONDS = 2.0
+STACKS_SECONDS = 3.0  # for a worker that ignored SIGTERM to write its stacks before SIGKILL
 SUPERVISE_SECONDS = 0.5
 LOG_TAIL_LINES = 30
 
@@ -52,6 +53,11 @@ class ChaosWorker(WorkerProcess):
         if self._process is not None and self._process.poll() is None:
             os.kill(self._process.pid, signal.SIGKILL)
             self._process.wait()
+
+    def dump_stacks(self) -> None:
+        """SIGUSR1: a faust worker writes the stack of every thread and task to its log."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGUSR1)
 
     def terminate(self) -> None:
         """SIGTERM: the start of a clean shutdown."""
@@ -157,7 +163,8 @@ class WorkerPool:
 
     def stop(self, grace: float = 20.0) -> dict[str, int | None]:
         """SIGTERM every running worker, SIGKILL what is left after ``grace``; slot -> exit
-        code (None: it ignored SIGTERM and was killed, a finding too)."""
+        code (None: it ignored SIGTERM and was killed, a finding too: its log ends with the
+        stack of each of its tasks)."""
         running = [slot for slot in self._slots if slot.worker.exit_code is None]
         for slot in running:
             slot.worker.terminate()
@@ -168,6 +175,9 @@ class WorkerPool:
                 codes[slot.name] = slot.worker.exit_code
             else:
                 codes[slot.name] = None
+                if not self.program:  # a faust worker: its stacks say where it hangs
+                    slot.worker.dump_stacks()
+                    slot.worker.wait(STACKS_SECONDS)
                 slot.worker.kill()
         return codes
 

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -66,6 +66,8 @@ def create_engine(
             connect_args=connect_args(backend, timeouts),
         )
     engine = create_async_engine(url, **options)
+    if backend != "sqlite":
+        event.listen(engine.sync_engine, "handle_error", _silent_retires_the_pool)
     if backend == "postgresql":
         event.listen(engine.sync_engine, "connect", _postgresql_session(timeouts))
     if backend == "mysql":
@@ -74,6 +76,18 @@ def create_engine(
         event.listen(engine.sync_engine, "connect", _sqlite_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
     return engine
+
+
+def _silent_retires_the_pool(context: ExceptionContext) -> None:
+    """A statement that met its response deadline (``TimeoutError``) was on a connection
+    that went silent, and whatever silenced it (a failover, a blackhole, an expired NAT
+    entry) silenced the pool's other connections of that time too. Taken as a
+    disconnect, SQLAlchemy drops this connection and every pooled one made before it
+    (each is replaced at its next checkout); otherwise each would be pre-pinged at
+    checkout and cost a deadline of its own, one after another."""
+    if isinstance(context.original_exception, TimeoutError):
+        context.is_disconnect = True
+        context.invalidate_pool_on_disconnect = True
 
 
 def _postgresql_session(timeouts: DbTimeouts) -> Any:

@@ -15,8 +15,11 @@ TOPIC_READY_TIMEOUT_SECONDS = 15.0
 TOPIC_POLL_SECONDS = 0.1
 
 
-async def ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    """Create ``topic`` with ``partitions`` partitions unless it exists (idempotent).
+async def ensure_topic(
+    bootstrap: str, topic: str, partitions: int, replication_factor: int = 1
+) -> None:
+    """Create ``topic`` with ``partitions`` partitions, each on ``replication_factor``
+    brokers, unless it exists (idempotent).
 
     Returns once the broker's metadata lists the topic, so that a producer
     started right after does not race its creation.
@@ -27,7 +30,13 @@ async def ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
         if topic not in await admin.list_topics():
             try:
                 await admin.create_topics(
-                    [NewTopic(name=topic, num_partitions=partitions, replication_factor=1)]
+                    [
+                        NewTopic(
+                            name=topic,
+                            num_partitions=partitions,
+                            replication_factor=replication_factor,
+                        )
+                    ]
                 )
             except TopicAlreadyExistsError:
                 pass  # created concurrently by someone else: the goal is met

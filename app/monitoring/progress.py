@@ -41,7 +41,8 @@ class PartitionSource(Protocol):
         ...
 
     async def position(self, tp: TopicPartition) -> int | None:
-        """The consumer's fetch position in the partition, if known."""
+        """The consumer's fetch position in the partition, if it has one now (never waits
+        for one: a scrape must not hold the consumer)."""
         ...
 
 

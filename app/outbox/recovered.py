@@ -37,6 +37,10 @@ log = logging.getLogger("effectively_once.relay")
 Fingerprint = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]
 
 
+class PartitionsUnknown(RuntimeError):
+    """The partitions a record may be in are not known yet: the search cannot tell."""
+
+
 def fingerprint(key: bytes | None, value: bytes | None, headers: Any) -> Fingerprint:
     """What makes two records the same record."""
     return key, value, tuple((name, bytes(value or b"")) for name, value in headers or ())
@@ -48,14 +52,18 @@ async def already_sent(
     partitions_of: Callable[[Message], Sequence[int]],
 ) -> set[int]:
     """Of ``wanted`` (row id -> its record and the row's ``created_at``), the rows whose
-    record is on its topic already. ``partitions_of`` gives where a record may be; the
-    reading consumer is one of ``clients`` (the relay's connection settings)."""
+    record is on its topic already. ``partitions_of`` gives where a record may be
+    (``PartitionsUnknown`` when it knows none: the caller asks again later); the reading
+    consumer is one of ``clients`` (the relay's connection settings)."""
     looking: dict[TopicPartition, dict[Fingerprint, list[int]]] = {}
     since: dict[TopicPartition, int] = {}
     for row_id, (message, created) in wanted.items():
         ms = int((created - CLOCK_SKEW).timestamp() * 1000)
         mark = fingerprint(message.key, message.value, message.headers)
-        for partition in partitions_of(message):
+        partitions = partitions_of(message)
+        if not partitions:  # looking nowhere would find nothing, and send a second copy
+            raise PartitionsUnknown(f"no partitions known for topic {message.topic!r}")
+        for partition in partitions:
             tp = TopicPartition(message.topic, partition)
             looking.setdefault(tp, {}).setdefault(mark, []).append(row_id)
             since[tp] = min(since.get(tp, ms), ms)

@@ -29,7 +29,7 @@ from app.runtime.garbage import tune_garbage_collector
 from app.runtime.intake import Intake
 from app.runtime.records import to_record
 from app.runtime.services import Services, start_services
-from app.runtime.transport import set_fetch_max_wait
+from app.runtime.transport import Transport, set_fetch_max_wait
 from app.runtime.web import add_observability
 from app.settings import Settings
 from dlq.topics import dlt_topic, retry_topic
@@ -90,8 +90,9 @@ def create_app(
 
 
 class App(faust.App):
-    """faust's app, with a member URL that a static member keeps across restarts, and its
-    topics created before its consumer subscribes."""
+    """faust's app, with a member URL that a static member keeps across restarts, its
+    topics created before its consumer subscribes, and our transport
+    (``app.runtime.transport``)."""
 
     # Creates the consumed topics (TOPICS_DECLARE); None: faust's own declaration only.
     topics_first: Callable[[], Awaitable[None]] | None = None
@@ -106,6 +107,12 @@ class App(faust.App):
         if self.topics_first is not None:
             await self.topics_first()
         await super().on_first_start()
+
+    def _new_transport(self) -> Any:
+        return Transport(self.conf.broker_consumer, self)
+
+    def _new_producer_transport(self) -> Any:
+        return Transport(self.conf.broker_producer, self)
 
 
 def _declarer(settings: Settings) -> Callable[[], Awaitable[None]]:

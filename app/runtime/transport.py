@@ -1,5 +1,15 @@
-"""faust's Kafka consumer, with the fetch wait our settings ask for and a fetch loop that
-delivers records without a race per record (``app.runtime.drain``).
+"""faust's Kafka transport: its topic declarations outlast a broker that is down, and its
+consumer has the fetch wait our settings ask for and a fetch loop that delivers records
+without a race per record (``app.runtime.drain``).
+
+faust creates a missing topic (at start: its leader topic, the retry tiers, the DLT)
+by asking the first broker in its metadata for the controller and sending the
+request there. With that broker down (crashed, restarting) the request fails with
+``NodeNotReadyError`` and the worker's start fails: the process exits, and exits
+again on each restart until the metadata stops naming that broker. ``Transport``
+tries such a declaration again with fresh metadata for up to
+``TOPIC_DECLARE_SECONDS``: Kafka drops a dead broker from its metadata once it
+stopped heartbeating for ``broker.session.timeout.ms`` (9 s by default).
 
 faust builds its aiokafka consumer with ``fetch_max_wait_ms`` pinned at 1,500:
 how long the broker may hold a fetch open when it has nothing new. A broker
@@ -11,12 +21,50 @@ the cost of a short wait is one more empty fetch per wait while a partition is i
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import time
 from typing import Any
 
 import faust
+from aiokafka.errors import KafkaError
 from faust.transport.drivers import aiokafka as driver
 
 from app.runtime.drain import drain_messages
+
+TOPIC_DECLARE_SECONDS = 60.0
+TOPIC_RETRY_SECONDS = 1.0
+METADATA_SECONDS = 10.0
+log = logging.getLogger("effectively_once.worker")
+
+
+class Transport(driver.Transport):
+    """faust's aiokafka transport whose topic declarations wait out a broker that is down."""
+
+    async def _create_topic(
+        self, owner: Any, client: Any, topic: str, partitions: int, replication: int, **kwargs: Any
+    ) -> None:
+        deadline = time.monotonic() + TOPIC_DECLARE_SECONDS
+        while True:
+            try:
+                await super()._create_topic(owner, client, topic, partitions, replication, **kwargs)
+                return
+            except Exception as exc:
+                if not _broker_trouble(exc) or time.monotonic() >= deadline:
+                    raise
+                log.warning("declaring topic %r failed (%r); trying again", topic, exc)
+            await asyncio.sleep(TOPIC_RETRY_SECONDS)
+            with contextlib.suppress(KafkaError, TimeoutError):
+                await asyncio.wait_for(client.force_metadata_update(), METADATA_SECONDS)
+
+
+def _broker_trouble(exc: BaseException) -> bool:
+    """A broker down or not the one to ask: worth another try with fresh metadata."""
+    if isinstance(exc, KafkaError):
+        return bool(exc.retriable)
+    # faust's words for a CreateTopics request sent to a broker that is not the controller.
+    return isinstance(exc, RuntimeError) and "Invalid controller" in str(exc)
 
 
 def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:

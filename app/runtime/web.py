@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import faust
+from aiokafka import TopicPartition as KafkaPartition
 from faust.types import TP
 from faust.web import Request, Response, View
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -25,6 +26,7 @@ from app.monitoring import readiness
 from app.monitoring.parked import keep_sampling
 from app.monitoring.progress import Progress, TopicPartition
 from app.registry import Registry
+from app.runtime.positions import faust_consumer, known_position
 from app.settings import Settings
 
 log = logging.getLogger("effectively_once.web")
@@ -56,11 +58,12 @@ class FaustPartitions:
             return None
 
     async def position(self, tp: TopicPartition) -> int | None:
-        """The consumer's position in ``tp``."""
-        try:
-            return await self._app.consumer.position(TP(*tp))
-        except Exception:
+        """The consumer's position in ``tp`` now, None while it has none: never faust's
+        ``consumer.position()``, which can wait forever (``app.runtime.positions``)."""
+        consumer = faust_consumer(self._app)
+        if consumer is None:
             return None
+        return known_position(consumer, KafkaPartition(*tp))
 
 
 class _Database:

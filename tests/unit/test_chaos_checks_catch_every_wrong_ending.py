@@ -63,6 +63,9 @@ def test_a_poison_record_twice_on_the_dlt_fails_and_the_outbox_says_why() -> Non
     assert check.repeated == {"orders[0]@3": 2, "orders[0]@4": 2}
     assert check.once == 0
     assert check.written_twice == ["orders[0]@3"]
+    # Each copy's place on the DLT, and whether the copies are the same record.
+    assert check.copies_at["orders[0]@4"][-1] == "identical"
+    assert len(check.copies_at["orders[0]@4"]) == 3
 
 
 def test_a_poison_record_missing_from_the_dlt_fails() -> None:

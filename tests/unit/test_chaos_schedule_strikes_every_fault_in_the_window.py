@@ -10,27 +10,35 @@ distinct times, and the lasting ones end before the window does.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import pytest
 
-from chaos.profile import FULL, SHORT, Profile
-from chaos.schedule import FaultKind, plan
+from chaos.profile import CLUSTER, FULL, SHORT, Profile
+from chaos.schedule import LASTING, FaultKind, plan
+
+DATABASE_OUTAGES = (FaultKind.DATABASE_BLACKHOLE, FaultKind.DATABASE_CRASH)
+BROKER_OUTAGES = (FaultKind.LEADER_KILL, FaultKind.BROKER_BLACKHOLE)
 
 
-@pytest.mark.parametrize("profile", [FULL, SHORT], ids=lambda p: p.name)
+@pytest.mark.parametrize("profile", [FULL, SHORT, CLUSTER], ids=lambda p: p.name)
 def test_every_fault_in_the_window(profile: Profile) -> None:
     faults = plan(profile)
     counts = Counter(fault.kind for fault in faults)
-    assert counts == {
-        FaultKind.WORKER_KILL: int(profile.window // profile.kill_every),
+    expected = {
+        # strictly inside the window: a kill at its very end is not planned
+        FaultKind.WORKER_KILL: math.ceil(profile.window / profile.kill_every) - 1,
         FaultKind.SESSIONS_TERMINATED: profile.terminations,
         FaultKind.BROKER_CUT: profile.broker_cuts,
         FaultKind.DATABASE_BLACKHOLE: 1,
         FaultKind.DATABASE_CRASH: 1,
         FaultKind.REDIS_FLUSH: 1,
         FaultKind.REDIS_KILL: 1,
+        FaultKind.LEADER_KILL: profile.leader_kills,
+        FaultKind.BROKER_BLACKHOLE: profile.broker_blackholes,
     }
+    assert counts == {kind: n for kind, n in expected.items() if n}
     assert faults == sorted(faults)
     assert all(0 < fault.at and fault.at + fault.seconds < profile.window for fault in faults)
     one_offs = [fault.at for fault in faults if fault.kind is not FaultKind.WORKER_KILL]
@@ -39,6 +47,33 @@ def test_every_fault_in_the_window(profile: Profile) -> None:
     assert kills == [profile.kill_every * n for n in range(1, len(kills) + 1)]
     blackhole = next(f for f in faults if f.kind is FaultKind.DATABASE_BLACKHOLE)
     assert blackhole.seconds == profile.blackhole_seconds
+    assert all(f.seconds > 0 for f in faults if f.kind in LASTING)
+
+
+def test_the_single_broker_profiles_strike_no_broker_node() -> None:
+    for profile in (FULL, SHORT):
+        assert profile.brokers == 1 and profile.replication_factor == 1
+        assert not {f.kind for f in plan(profile)} & set(BROKER_OUTAGES)
+
+
+def test_the_cluster_profile_kills_a_leader_and_blackholes_a_broker() -> None:
+    assert (CLUSTER.brokers, CLUSTER.replication_factor, CLUSTER.min_insync_replicas) == (3, 3, 2)
+    assert (CLUSTER.shape.events, CLUSTER.rate, CLUSTER.window) == (30_000, 200.0, 150.0)
+    assert (CLUSTER.workers, CLUSTER.partitions) == (3, 8)
+    faults = plan(CLUSTER)
+    kill = next(f for f in faults if f.kind is FaultKind.LEADER_KILL)
+    blackhole = next(f for f in faults if f.kind is FaultKind.BROKER_BLACKHOLE)
+    assert (kill.seconds, blackhole.seconds) == (10.0, 30.0)
+
+
+def test_broker_outages_do_not_land_on_the_databases() -> None:
+    faults = plan(CLUSTER)
+    database = [f for f in faults if f.kind in DATABASE_OUTAGES]
+    broker = [f for f in faults if f.kind in BROKER_OUTAGES]
+    assert database and broker
+    for b in broker:
+        for d in database:
+            assert b.at + b.seconds <= d.at or d.at + d.seconds <= b.at, (b, d)
 
 
 def test_the_full_profile_is_the_issues_soak() -> None:

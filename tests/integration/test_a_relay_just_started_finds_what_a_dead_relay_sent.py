@@ -1,0 +1,42 @@
+"""A relay that has sent nothing yet still finds the records a dead relay sent.
+
+Contract: ``KafkaBroker.already_sent``, asked by a relay whose producer has sent
+nothing since it started (a restarted worker taking over a dead relay's rows as its
+first work), finds a record already on its topic: it learns the topic's partitions
+before it looks. Before, its producer knew no partition of a topic it had not sent
+to, the search looked in none, and the row was published a second time (the
+cluster soak's extra DLT copies, each taken over within seconds of a relay's start).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from app.outbox.broker import KafkaBroker
+from app.outbox.message import Message
+from tests.integration.support.kafka import OrderTopic
+
+pytestmark = pytest.mark.integration
+
+
+async def test_a_fresh_relay_finds_the_dead_relays_record(topic: OrderTopic) -> None:
+    stream = topic.stream
+    created = datetime.now(UTC)
+    message = Message(stream.topic, b"customer-00187", b"poison", (("dlt-reason", b"x"),))
+    dead = KafkaBroker(stream.broker_url)
+    await dead.start()
+    try:
+        await (await dead.send(message))
+    finally:
+        await dead.stop()
+
+    fresh = KafkaBroker(stream.broker_url)
+    await fresh.start()
+    try:
+        assert await fresh.already_sent({7: (message, created)}) == {7}
+        other = message._replace(value=b"never sent")
+        assert await fresh.already_sent({8: (other, created)}) == set()
+    finally:
+        await fresh.stop()
