@@ -14,9 +14,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from app.kafka_clients import KafkaClients
 from app.outbox.broker import KafkaBroker
 from app.outbox.message import Message
 from tests.integration.support.kafka import OrderTopic
+from tests.integration.support.session_broker import relay_idempotent
 
 pytestmark = pytest.mark.integration
 
@@ -25,14 +27,14 @@ async def test_a_fresh_relay_finds_the_dead_relays_record(topic: OrderTopic) -> 
     stream = topic.stream
     created = datetime.now(UTC)
     message = Message(stream.topic, b"customer-00187", b"poison", (("dlt-reason", b"x"),))
-    dead = KafkaBroker(stream.broker_url)
+    dead = KafkaBroker(KafkaClients(stream.broker_url), idempotent=relay_idempotent())
     await dead.start()
     try:
         await (await dead.send(message))
     finally:
         await dead.stop()
 
-    fresh = KafkaBroker(stream.broker_url)
+    fresh = KafkaBroker(KafkaClients(stream.broker_url), idempotent=relay_idempotent())
     await fresh.start()
     try:
         assert await fresh.already_sent({7: (message, created)}) == {7}
