@@ -23,6 +23,8 @@ from typing import Any
 
 from faust.transport.consumer import CONSUMER_FETCHING
 
+from app.runtime.offsets import gap_to_add
+
 YIELD_EVERY = 100  # records delivered between two turns of the loop, as in faust
 
 
@@ -67,8 +69,9 @@ async def drain_messages(consumer: Any, fetcher: Any) -> None:
                 read = get_read_offset(tp)
                 if read is not None and offset < read:
                     continue  # read already (faust drops it too)
-                if read and offset - read > 1 and acks_enabled_for(message.topic):
-                    await consumer._add_gap(tp, read + 1, offset)
+                skipped = gap_to_add(read, offset)
+                if skipped is not None and acks_enabled_for(message.topic):
+                    await consumer._add_gap(tp, *skipped)
                 if commit_every is not None and consumer._n_acked >= commit_every:
                     consumer._n_acked = 0
                     await consumer.commit()

@@ -32,6 +32,7 @@ from aiokafka.errors import KafkaError
 from faust.transport.drivers import aiokafka as driver
 
 from app.runtime.drain import drain_messages
+from app.runtime.offsets import add_gap, new_offset
 
 TOPIC_DECLARE_SECONDS = 60.0
 TOPIC_RETRY_SECONDS = 1.0
@@ -83,6 +84,14 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
 
         async def _drain_messages(self, fetcher: Any) -> None:
             await drain_messages(self, fetcher)
+
+        async def _add_gap(self, tp: Any, offset_from: int, offset_to: int) -> None:
+            add_gap(self._gap[tp], self._committed_offset[tp], offset_from, offset_to)
+
+        def _new_offset(self, tp: Any) -> int | None:
+            return new_offset(
+                self._acked[tp], self._acked_index[tp], self._gap[tp], self._committed_offset[tp]
+            )
 
     return Consumer
 

@@ -1,0 +1,67 @@
+"""Which offset of a partition may be committed: none past a record not yet acknowledged.
+
+faust keeps, per partition, the offsets acknowledged since the last commit and the
+"gaps" (offsets the fetch skipped: records the broker never returns, such as
+transaction markers), and commits the end of the first run of consecutive ones. Its
+committed offset is Kafka's: the next offset to read. Two of its checks are off by
+one, and each can commit past a record nobody processed, which the group then never
+reads again:
+
+- a gap from the last record read to the next one read is recorded up to and
+  including the next one (``_add_gap(tp, read + 1, offset)`` with an inclusive end):
+  that record counts as done before it was processed;
+- a run that starts one past the committed offset is committed (``min(acked) -
+  committed > 1``, and not checked at all while the committed offset is 0): the
+  record at the committed offset is skipped when it alone was never acknowledged.
+
+Here a gap ends before the record that was read, and nothing is committed while the
+record at the committed offset is neither acknowledged nor a gap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from faust.utils.functional import consecutive_numbers
+
+
+def gap_to_add(read: int | None, offset: int) -> tuple[int, int] | None:
+    """The offsets (first, last, inclusive) the fetch skipped between the last record read
+    and ``offset``, the one read now; None when it skipped none."""
+    if read is None or offset - read <= 1:
+        return None
+    return read + 1, offset - 1
+
+
+def add_gap(gap: Any, committed: int | None, first: int, last: int) -> None:
+    """Record ``first`` to ``last`` (inclusive) as skipped in ``gap`` (faust's interval tree),
+    from the committed offset on (what lies before it is committed already)."""
+    if committed is not None:
+        first = max(first, committed)
+    if first <= last:
+        gap.addi(first, last + 1)  # intervals exclude their end
+        gap.merge_overlaps()
+
+
+def new_offset(
+    acked: list[int], acked_index: set[int], gap: Any, committed: int | None
+) -> int | None:
+    """The offset to commit for a partition (None: nothing new), consuming what it covers
+    from ``acked`` and ``acked_index``; ``gap`` is faust's interval tree of skipped offsets,
+    ``committed`` the next offset to read as last committed (None: not known)."""
+    if not acked:
+        return None
+    highest = max(acked)
+    if gap:
+        skipped = sorted(gap.overlap(0, highest), key=lambda interval: interval.begin)
+        if skipped:
+            filled = [o for interval in skipped for o in range(interval.begin, interval.end)]
+            acked.extend(filled)
+            gap.chop(0, max(filled[-1], highest + 1))
+    acked.sort()
+    if committed is not None and acked[0] > committed:
+        return None  # the record at the committed offset is not done yet
+    run = next(consecutive_numbers(acked))
+    del acked[: len(run)]
+    acked_index.difference_update(run)
+    return run[-1] + 1
