@@ -14,15 +14,29 @@ reads again:
   committed > 1``, and not checked at all while the committed offset is 0): the
   record at the committed offset is skipped when it alone was never acknowledged.
 
-Here a gap ends before the record that was read, and nothing is committed while the
-record at the committed offset is neither acknowledged nor a gap.
+Here a gap ends before the record that was read, the offset before the committed one
+counts as the last read after a seek (so a record missing at the committed offset is
+a gap), and nothing is committed while the record at the committed offset is neither
+acknowledged nor a gap.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from faust.utils.functional import consecutive_numbers
+
+
+def read_before(committed: Mapping[Any, int | None]) -> dict[Any, int | None]:
+    """The last offset read, per partition, once the consumer sought to ``committed`` (the
+    next offsets to read): the one before it. faust takes the committed offset itself as
+    read, so a record the broker never returns there (a transaction marker) would be
+    neither read nor skipped, and no commit could pass it."""
+    return {
+        tp: offset - 1 if offset is not None and offset > 0 else None
+        for tp, offset in committed.items()
+    }
 
 
 def gap_to_add(read: int | None, offset: int) -> tuple[int, int] | None:

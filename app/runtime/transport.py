@@ -29,10 +29,11 @@ from typing import Any
 
 import faust
 from aiokafka.errors import KafkaError
+from faust.transport.consumer import ensure_TP
 from faust.transport.drivers import aiokafka as driver
 
 from app.runtime.drain import drain_messages
-from app.runtime.offsets import add_gap, new_offset
+from app.runtime.offsets import add_gap, new_offset, read_before
 
 TOPIC_DECLARE_SECONDS = 60.0
 TOPIC_RETRY_SECONDS = 1.0
@@ -84,6 +85,13 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
 
         async def _drain_messages(self, fetcher: Any) -> None:
             await drain_messages(self, fetcher)
+
+        async def perform_seek(self) -> None:
+            committed = await self.seek_to_committed()
+            self._read_offset.update(read_before(committed))
+            self._committed_offset.update(
+                {ensure_TP(tp): offset for tp, offset in committed.items() if offset}
+            )
 
         async def _add_gap(self, tp: Any, offset_from: int, offset_to: int) -> None:
             add_gap(self._gap[tp], self._committed_offset[tp], offset_from, offset_to)

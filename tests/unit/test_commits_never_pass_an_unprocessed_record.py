@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from intervaltree import IntervalTree
 
-from app.runtime.offsets import add_gap, gap_to_add, new_offset
+from app.runtime.offsets import add_gap, gap_to_add, new_offset, read_before
 
 
 def commit(acked: list[int], committed: int | None, gap: IntervalTree | None = None) -> int | None:
@@ -59,3 +59,14 @@ def test_a_gap_starts_at_the_committed_offset_at_the_earliest() -> None:
     add_gap(gap, 100, 98, 101)
     assert sorted((i.begin, i.end) for i in gap) == [(100, 102)]
     assert commit([102], 100, gap) == 103
+
+
+def test_after_a_seek_a_record_missing_at_the_committed_offset_is_a_gap() -> None:
+    # A transaction marker at 100: the first record the broker returns is 101.
+    read = read_before({"tp": 100, "fresh": 0, "none": None})
+    assert read == {"tp": 99, "fresh": None, "none": None}
+    gap = IntervalTree()
+    skipped = gap_to_add(read["tp"], 101)
+    assert skipped == (100, 100)
+    add_gap(gap, 100, *skipped)
+    assert commit([101], 100, gap) == 102
