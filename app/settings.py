@@ -11,7 +11,7 @@ from datetime import timedelta
 from enum import StrEnum
 from functools import lru_cache
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -20,6 +20,7 @@ from app.broker_settings import BrokerSecuritySettings
 from app.db.tables import AGG_TYPE, OUTBOX_TOPIC
 from app.db.timeouts import DbTimeouts
 from app.db.urls import normalise_database_url
+from app.failure_detail import FailureDetail
 from dlq.topics import dlt_topic, retry_topic
 from schemas.ids import NO_CONTROL_CHARACTERS
 
@@ -84,6 +85,7 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     db_response_timeout_seconds: float = Field(default=35.0, gt=0)
     ready_stall_seconds: float = Field(default=60.0, gt=0)
     log_format: Literal["text", "json"] = "text"
+    failure_detail: FailureDetail = FailureDetail.MESSAGE
     retry_delays: str = "1,5,30,300"
     prefilter_key_prefix: str = "eo:applied"
     prefilter_ttl_seconds: int = Field(default=86_400, ge=1)
@@ -113,6 +115,11 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     def _async_driver(cls, value: str) -> str:
         return normalise_database_url(value)
 
+    @field_validator("failure_detail", mode="before")
+    @classmethod
+    def _detail_in_any_case(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
     @field_validator("redis_url")
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
@@ -129,6 +136,22 @@ class Settings(BaseSettings, BrokerSecuritySettings):
                 "connection that does not answer)"
             )
         return self
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret a setting holds (the broker's passwords, the passwords in
+        ``DATABASE_URL`` and ``REDIS_URL``), as written and URL-decoded: no failure record
+        or log line may show them (``app.scrub``)."""
+        found = [
+            secret.get_secret_value()
+            for secret in (self.broker_sasl_password, self.broker_ssl_key_password)
+            if secret is not None
+        ]
+        for url in (self.database_url, self.redis_url):
+            password = urlsplit(url).password if url else None
+            if password:
+                found += [password, unquote(password)]
+        return tuple(dict.fromkeys(found))
 
     @property
     def db_timeouts(self) -> DbTimeouts:

@@ -3,11 +3,11 @@ unchanged, failure metadata added as headers (one fresh set per trip)."""
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app.failure_detail import ExceptionText
 from app.records import RawRecord
 from dlq import headers as h
 from dlq.policy import DeadReason, Route
@@ -26,10 +26,11 @@ class OutRecord:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """Why and when an event failed for a consumer (``None`` consumer: poison)."""
+    """Why and when an event failed for a consumer (``None`` consumer: poison); ``error``
+    is what ``FAILURE_DETAIL`` lets through of the exception."""
 
     consumer: str | None
-    exc: BaseException
+    error: ExceptionText
     at: datetime
     event: Any | None = None
 
@@ -75,15 +76,13 @@ def retry_record(record: RawRecord, trip: Trip, failure: Failure, route: Route) 
 def dead_letter_record(
     record: RawRecord, trip: Trip, failure: Failure, reason: DeadReason, attempts: int, topic: str
 ) -> OutRecord:
-    """The DLT record: original bytes plus the full failure metadata."""
-    exc = failure.exc
+    """The DLT record: original bytes plus the failure metadata (the exception's message
+    and stack trace only where ``failure.error`` has them)."""
     first = trip.first_failure_at or failure.at
     ours = [
         *_provenance(trip),
         (h.DLT_REASON, reason.value),
-        (h.DLT_EXCEPTION_TYPE, f"{type(exc).__module__}.{type(exc).__qualname__}"),
-        (h.DLT_EXCEPTION_MESSAGE, str(exc)[: h.MESSAGE_LIMIT]),
-        (h.DLT_EXCEPTION_STACKTRACE, _stacktrace(exc)),
+        *_exception(failure.error),
         (h.DLT_ATTEMPTS, str(attempts)),
         (h.DLT_FIRST_FAILURE_AT, iso(first)),
         (h.DLT_LAST_FAILURE_AT, iso(failure.at)),
@@ -103,8 +102,16 @@ def dead_letter_record(
     return OutRecord(topic, record.key, record.value, (*original_headers(record), *_encode(ours)))
 
 
-def _stacktrace(exc: BaseException) -> str:
-    text = "".join(traceback.format_exception(exc))
+def _exception(error: ExceptionText) -> list[tuple[str, str]]:
+    pairs = [(h.DLT_EXCEPTION_TYPE, error.type)]
+    if error.message is not None:
+        pairs.append((h.DLT_EXCEPTION_MESSAGE, error.message[: h.MESSAGE_LIMIT]))
+    if error.stacktrace is not None:
+        pairs.append((h.DLT_EXCEPTION_STACKTRACE, _stacktrace(error.stacktrace)))
+    return pairs
+
+
+def _stacktrace(text: str) -> str:
     limit = h.STACKTRACE_LIMIT
     return text if len(text) <= limit else "...\n" + text[-limit:]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
+from app.failure_detail import FailureDetail, FailureDetailPolicy
 from app.records import RawRecord
 from dlq.dead import DeadLetter, FailureState
 from dlq.policy import DeadReason
@@ -50,7 +51,8 @@ def letter(
         aggregate_version=version,
     )
     at = T0 + timedelta(minutes=minutes)
-    failure = Failure(consumer, RuntimeError("boom"), at, event if consumer else None)
+    error = FailureDetailPolicy(FailureDetail.FULL).describe(RuntimeError("boom"))
+    failure = Failure(consumer, error, at, event if consumer else None)
     out = dead_letter_record(source, trip, failure, reason, attempts, DLT)
     return DeadLetter.of(
         RawRecord(DLT, dlt_partition, dlt_offset, out.key, out.value, out.headers, 2_000)

@@ -48,17 +48,21 @@ def create_engine(
     PostgreSQL and MySQL run at READ COMMITTED so that a statement issued after
     a row lock was granted sees what the lock holder before us committed.
     Every connection is bounded by ``timeouts`` (see ``timeouts``): a connection
-    that stops answering is dropped, not waited on.
+    that stops answering is dropped, not waited on. No SQL error shows the bound
+    parameters (``hide_parameters``): the handlers' statements run here too.
     PostgreSQL plans every statement for its parameters (see ``_postgresql_session``).
     SQLite runs in WAL mode with a busy timeout so that several worker
     processes can share one file.
     """
     backend = dialect_name(url)
-    options: dict[str, Any] = {"pool_pre_ping": True}
+    # A SQL error never carries the statement's parameters: they are the data (an e-mail
+    # address, a card number), and the error goes to logs and dead letters.
+    options: dict[str, Any] = {"hide_parameters": True}
     if backend == "sqlite":
-        options = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}}
+        options["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     else:
         options.update(
+            pool_pre_ping=True,
             pool_size=pool_size,
             max_overflow=pool_size,
             pool_recycle=1800,

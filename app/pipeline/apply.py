@@ -37,10 +37,11 @@ class Mode(StrEnum):
 
 class EventFailed(Exception):
     """One event of the batch failed: it is routed (retry tier or DLT) with ``cause`` and
-    ``reason``, and only its own effects are rolled back."""
+    ``reason``, and only its own effects are rolled back. Its own message says what
+    failed, never the cause's text: that travels only as ``FAILURE_DETAIL`` allows."""
 
-    def __init__(self, message: str, cause: BaseException) -> None:
-        super().__init__(message)
+    def __init__(self, what: str, cause: BaseException) -> None:
+        super().__init__(what)
         self.cause = cause
 
     @property
@@ -53,7 +54,7 @@ class HandlerFailed(EventFailed):
     """A handler raised: carries the cause and the reason the failure path records."""
 
     def __init__(self, spec: HandlerSpec, cause: BaseException) -> None:
-        super().__init__(f"{spec.name}: {type(cause).__name__}: {cause}", cause)
+        super().__init__(spec.name, cause)
         self.spec = spec
 
     @property
@@ -71,7 +72,7 @@ class RecordRefused(EventFailed):
     recorded the event meanwhile. A later attempt finds which."""
 
     def __init__(self, table: str, cause: BaseException) -> None:
-        super().__init__(f"{table} record refused as a duplicate key: {cause}", cause)
+        super().__init__(f"{table} record refused as a duplicate key", cause)
 
 
 async def run_handlers(

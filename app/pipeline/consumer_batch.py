@@ -247,7 +247,7 @@ class ConsumerBatch:
                 item.event_id,
                 item.event.event_type,
                 routed.detail,  # the tier's topic or the dlt-reason: a bounded label
-                str(failed),
+                routed.error,
             )
         )
 
@@ -258,7 +258,7 @@ class ConsumerBatch:
         self._route(routed)
         event_id = poison.envelope.event_id if poison.envelope else None
         self.outcomes.append(
-            Outcome(routed.kind, self.consumer, event_id, None, routed.detail, str(poison.error))
+            Outcome(routed.kind, self.consumer, event_id, None, routed.detail, routed.error)
         )
 
     def _route(self, routed: Routed) -> None:

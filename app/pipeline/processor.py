@@ -57,6 +57,8 @@ from app import metrics
 from app.context import HandlerContext
 from app.db.dialect import insert_rows
 from app.db.tables import failed_event, outbox_event
+from app.failure_detail import FailureDetailPolicy
+from app.failure_log import log_failure
 from app.pipeline.apply import HandlerFailed, Mode
 from app.pipeline.classify import is_unique_violation
 from app.pipeline.consumer_batch import ConsumerBatch
@@ -151,7 +153,7 @@ class BatchProcessor:
         # Committed with its failures' records in the outbox: the relay ships them.
         if batch.outbox_rows:
             self._outbox_written()
-        await _run_after_commit(batch.ctx)
+        await _run_after_commit(batch.ctx, self.router.detail)
         await remember_applied(self.prefilter, consumer, batch.outcomes)
 
     async def _until_done(
@@ -204,11 +206,15 @@ class BatchProcessor:
         try:
             return await self._transaction(consumer, events, Mode.FAST)
         except HandlerFailed as failed:
-            log.warning(
-                "%s: a handler failed (%s); re-running the batch event by event",
+            text = self.router.detail.describe(failed.cause)
+            log_failure(
+                log,
+                logging.WARNING,
+                text,
+                "%s: a handler failed (%s: %s); re-running the batch event by event",
                 consumer,
                 failed,
-                exc_info=failed.cause,
+                text.line,
             )
             metrics.record_rerun(consumer, RERUN_HANDLER_FAILED)
         # Outside the except block, so the failures found now don't chain the first one.
@@ -231,7 +237,12 @@ class BatchProcessor:
         async with self.sessions() as session:
             ctx = HandlerContext(session=session, consumer=consumer)
             batch = ConsumerBatch(
-                consumer, self.registry, self.policy, ctx, mode, self.router,
+                consumer,
+                self.registry,
+                self.policy,
+                ctx,
+                mode,
+                self.router,
                 self.default_aggregate_type,
             )
             async with session.begin():
@@ -271,13 +282,13 @@ class BatchProcessor:
         outcomes = []
         for p, r in zip(poison, routed, strict=True):
             if id(r) in dead:
-                log.error("poison record %s (%s): %s", p.record.position, p.error.reason, p.error)
+                log.error("poison record %s (%s): %s", p.record.position, p.error.reason, r.error)
                 detail = r.detail
             else:  # its DLT record was written before: none now, and none counted
                 log.info("poison record %s was dead-lettered before", p.record.position)
                 detail = DEAD_LETTERED_BEFORE
             event_id = p.envelope.event_id if p.envelope else None
-            outcomes.append(Outcome(Kind.POISON, "", event_id, None, detail, str(p.error)))
+            outcomes.append(Outcome(Kind.POISON, "", event_id, None, detail, r.error))
         return outcomes
 
     def _outbox_written(self) -> None:
@@ -300,11 +311,17 @@ def _warn_unknown_targets(events: list[Decoded], registry: Registry) -> None:
             )
 
 
-async def _run_after_commit(ctx: HandlerContext) -> None:
+async def _run_after_commit(ctx: HandlerContext, detail: FailureDetailPolicy) -> None:
     for callback in ctx._after_commit:
         try:
             await callback()
-        except Exception:
-            log.exception(
-                "%s: after-commit callback failed (the transaction stays committed)", ctx.consumer
+        except Exception as exc:
+            text = detail.describe(exc)
+            log_failure(
+                log,
+                logging.ERROR,
+                text,
+                "%s: after-commit callback failed (%s); the transaction stays committed",
+                ctx.consumer,
+                text.line,
             )

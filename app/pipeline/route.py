@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.db.tables import failed_event
+from app.failure_detail import ExceptionText, FailureDetailPolicy
 from app.outbox.records import DEAD_LETTER, RETRY, record_row
 from app.pipeline.apply import EventFailed
 from app.pipeline.decode import Decoded, Poison
@@ -32,12 +33,14 @@ def utc_now() -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class Routed:
-    """A failure's next stop: the record to publish, its ``failed_event`` row and outcome."""
+    """A failure's next stop: the record to publish, its ``failed_event`` row and outcome;
+    ``error`` is the failure for the log, saying what the record and row say."""
 
     out: OutRecord
     row: dict[str, Any]
     kind: Kind
     detail: str
+    error: str
 
     def outbox_row(self, now: datetime) -> dict[str, Any]:
         """The ``outbox_event`` row that ships ``out``, byte for byte (``app.outbox.records``)."""
@@ -54,10 +57,12 @@ class Routed:
 
 @dataclass(frozen=True)
 class FailureRouter:
-    """Turns failures into retry-tier or DLT records (see ``dlq.policy.route``)."""
+    """Turns failures into retry-tier or DLT records (see ``dlq.policy.route``), telling of
+    each exception what ``detail`` lets through (``FAILURE_DETAIL``)."""
 
     policy: RetryPolicy
     clock: Clock = field(default=utc_now)
+    detail: FailureDetailPolicy = field(default_factory=FailureDetailPolicy)
 
     def handler_failure(self, item: Decoded, consumer: str, failed: EventFailed) -> Routed:
         """``item`` failed for ``consumer`` (a handler raised, or its record was refused): next
@@ -67,30 +72,33 @@ class FailureRouter:
         attempts = trip.attempts + 1
         retryable = failed.reason != DeadReason.NON_RETRYABLE.value
         next_stop = route(self.policy, attempts, retryable, now)
-        failure = Failure(consumer, failed.cause, now, item.event)
+        failure = Failure(consumer, self.detail.describe(failed.cause), now, item.event)
+        error = f"{failed}: {failure.error.line}"
         if next_stop.dead is None:
             out = retry_record(item.record, trip, failure, next_stop)
             row = _row(consumer, item.record, trip, item.event, failed.reason, failure, attempts)
-            return Routed(out, row | {"status": FailureStatus.RETRYING}, Kind.RETRIED, out.topic)
+            retrying = row | {"status": FailureStatus.RETRYING}
+            return Routed(out, retrying, Kind.RETRIED, out.topic, error)
         out = dead_letter_record(
             item.record, trip, failure, next_stop.dead, attempts, next_stop.topic
         )
         row = _row(consumer, item.record, trip, item.event, next_stop.dead.value, failure, attempts)
         dead = row | {"status": FailureStatus.DEAD}
-        return Routed(out, dead, Kind.DEAD_LETTERED, next_stop.dead.value)
+        return Routed(out, dead, Kind.DEAD_LETTERED, next_stop.dead.value, error)
 
     def poison(self, poison: Poison, consumer: str | None = None) -> Routed:
         """Bytes that are no event go to the DLT once, for no consumer in particular; or
         for ``consumer`` when they were its parked event (they decoded when it parked them)."""
         now = self.clock()
         reason = DeadReason(poison.error.reason)
-        failure = Failure(consumer, poison.error, now, poison.envelope)
+        failure = Failure(consumer, self.detail.describe(poison.error), now, poison.envelope)
         topic = dlt_topic(self.policy.base_topic)
         out = dead_letter_record(poison.record, poison.trip, failure, reason, 1, topic)
         row = _row(
             consumer or "", poison.record, poison.trip, poison.envelope, reason.value, failure, 1
         )
-        return Routed(out, row | {"status": FailureStatus.DEAD}, Kind.POISON, reason.value)
+        dead = row | {"status": FailureStatus.DEAD}
+        return Routed(out, dead, Kind.POISON, reason.value, failure.error.line)
 
 
 def _row(
@@ -102,7 +110,7 @@ def _row(
     failure: Failure,
     attempts: int,
 ) -> dict[str, Any]:
-    exc = failure.exc
+    error = failure.error
     return {
         "consumer_group": consumer,
         "topic": trip.original_topic,
@@ -114,8 +122,8 @@ def _row(
         "aggregate_id": getattr(event, "aggregate_id", None),
         "aggregate_version": getattr(event, "aggregate_version", None),
         "reason": reason,
-        "exception_type": _exception_type(exc),
-        "exception_message": str(exc)[:4000],
+        "exception_type": _exception_type(error),
+        "exception_message": (error.message or "")[:4000],
         "record_key": record.key,
         "record_value": record.value,
         "record_headers": headers_to_json(tuple(original_headers(record))),
@@ -128,10 +136,10 @@ def _row(
 EXCEPTION_TYPE_MAX: int = failed_event.c.exception_type.type.length  # type: ignore[attr-defined]
 
 
-def _exception_type(exc: BaseException) -> str:
-    """``module.QualifiedName`` of ``exc``'s class; if longer than its column, the start
-    gives way (the class name is the end), so that the row is always written."""
-    name = f"{type(exc).__module__}.{type(exc).__qualname__}"
+def _exception_type(error: ExceptionText) -> str:
+    """``module.QualifiedName`` of the exception's class; if longer than its column, the
+    start gives way (the class name is the end), so that the row is always written."""
+    name = error.type
     if len(name) <= EXCEPTION_TYPE_MAX:
         return name
     return "..." + name[-(EXCEPTION_TYPE_MAX - 3) :]

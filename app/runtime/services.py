@@ -16,6 +16,7 @@ from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.identity import read_identity
 from app.db.retention import Retention, keep_cleaning
 from app.errors import ConfigurationError
+from app.failure_detail import FailureDetailPolicy
 from app.handler_modules import check_allowlist, import_handler_modules
 from app.monitoring import pauses
 from app.outbox.runner import RelayRunner
@@ -104,7 +105,10 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
     processor = BatchProcessor(
         sessions=session_factory(engine),
         registry=registry,
-        router=FailureRouter(RetryPolicy(settings.order_topic, settings.retry_delay_seconds)),
+        router=FailureRouter(
+            RetryPolicy(settings.order_topic, settings.retry_delay_seconds),
+            detail=FailureDetailPolicy.of(settings),
+        ),
         on_outbox=relay.wake if relay is not None else None,
         policy=settings.unseen_aggregate_policy,
         default_aggregate_type=settings.default_aggregate_type,

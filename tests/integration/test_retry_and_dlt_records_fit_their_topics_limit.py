@@ -1,7 +1,8 @@
 """A retry or dead-letter record too large for its topic still gets there, shortened.
 
 Contract: with every retry tier and the DLT created with a small ``max.message.bytes``
-(room for the original record and a little more, not for the failure's stack trace),
+(room for the original record and a little more, not for the failure's stack trace, which
+``FAILURE_DETAIL=full`` adds),
 a payment whose handler keeps failing still travels main topic -> each tier -> DLT.
 The broker refuses each framework record as too large once; the relay sends it again
 at once without the stack trace (and the exception's message cut to 200 bytes), and
@@ -53,7 +54,9 @@ async def test_framework_records_are_shortened_to_fit(
     finally:
         await admin.close()
 
-    death = await a_payment_dies(stream, workers, database_url, tmp_path / "fixed")
+    death = await a_payment_dies(
+        stream, workers, database_url, tmp_path / "fixed", env={"FAILURE_DETAIL": "full"}
+    )
 
     original = next(
         r for r in await records(stream, stream.topic) if (r.partition, r.offset) == death.paid_at

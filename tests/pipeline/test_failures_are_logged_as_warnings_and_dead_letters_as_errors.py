@@ -1,12 +1,13 @@
 """A failure is never logged as routine: a handler failure is a WARNING, a dead letter an ERROR.
 
 Contract: when a handler raises, every log record about that event is at WARNING or
-above: the batch's re-run, with the exception's traceback attached (``exc_info``),
-and the ``retried`` outcome, which names the tier topic and the exception's type and
-message. Its ``dead-lettered`` outcome (retries run out, or a non-retryable failure)
-is an ERROR, as is poison whose DLT record is written now. Poison read again, whose
-DLT record was written before, is INFO: nothing new went to the DLT. Outcomes that
-are no failure (applied, parked) stay below WARNING.
+above: the batch's re-run, with the exception's traceback attached (as ``exc_text``,
+scrubbed) under ``FAILURE_DETAIL=full`` and none by default, and the ``retried``
+outcome, which names the tier topic and the exception's type and message. Its
+``dead-lettered`` outcome (retries run out, or a non-retryable failure) is an ERROR, as
+is poison whose DLT record is written now. Poison read again, whose DLT record was
+written before, is INFO: nothing new went to the DLT. Outcomes that are no failure
+(applied, parked) stay below WARNING.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ import pytest
 
 from app.context import HandlerContext
 from app.errors import PermanentError
+from app.failure_detail import FailureDetail, FailureDetailPolicy
 from app.monitoring.progress import log_outcomes
 from app.pipeline.outcomes import Outcome
+from app.pipeline.route import FailureRouter
 from app.records import RawRecord
 from app.registry import Registry, handler
+from dlq.policy import RetryPolicy
 from dlq.topics import retry_topic
 from schemas.envelope import Event
 from tests.pipeline.events import TOPIC, Records, envelope
@@ -40,12 +44,16 @@ def register(registry: Registry, error: Exception) -> None:
 
 
 async def processed(
-    make_processor: MakeProcessor, batch: list[RawRecord], caplog: pytest.LogCaptureFixture
+    make_processor: MakeProcessor,
+    batch: list[RawRecord],
+    caplog: pytest.LogCaptureFixture,
+    detail: FailureDetail = FailureDetail.MESSAGE,
 ) -> list[Outcome]:
     """Run ``batch`` and log its outcomes as the worker does, capturing every level."""
     caplog.clear()
+    router = FailureRouter(RetryPolicy(TOPIC, DELAYS), detail=FailureDetailPolicy(detail))
     with caplog.at_level(logging.DEBUG, logger="effectively_once"):
-        outcomes = await make_processor(delays=DELAYS).process(batch)
+        outcomes = await make_processor(delays=DELAYS, router=router).process(batch)
         log_outcomes(outcomes)
     return outcomes
 
@@ -54,11 +62,13 @@ def about(caplog: pytest.LogCaptureFixture, text: str) -> list[logging.LogRecord
     return [r for r in caplog.records if text in r.getMessage()]
 
 
-async def test_a_handler_failure_is_a_warning_with_its_traceback(
+@pytest.mark.parametrize("detail", [FailureDetail.MESSAGE, FailureDetail.FULL])
+async def test_a_handler_failure_is_a_warning_with_its_traceback_in_full(
     make_processor: MakeProcessor,
     registry: Registry,
     records: Records,
     caplog: pytest.LogCaptureFixture,
+    detail: FailureDetail,
 ) -> None:
     register(registry, ValueError("no points for bad"))
     batch = [
@@ -67,11 +77,17 @@ async def test_a_handler_failure_is_a_warning_with_its_traceback(
         records.event("later", aggregate_id="o-2", version=2),
     ]
 
-    await processed(make_processor, batch, caplog)
+    await processed(make_processor, batch, caplog, detail)
 
     failure = about(caplog, "no points for bad")
     assert failure and all(r.levelno == logging.WARNING for r in failure)
-    assert any(r.exc_info and r.exc_info[1] is not None for r in failure)
+    assert not any(r.exc_info for r in failure)  # its own traceback would go unscrubbed
+    traces = [r.exc_text for r in failure if r.exc_text]
+    if detail is FailureDetail.FULL:
+        [trace] = traces
+        assert trace.startswith("Traceback") and "ValueError: no points for bad" in trace
+    else:
+        assert traces == []
     [retried] = about(caplog, "event bad retried")
     assert retried.levelno == logging.WARNING
     assert retry_topic(TOPIC, 1) in retried.getMessage()

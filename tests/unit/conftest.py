@@ -1,12 +1,14 @@
-"""Shared by the example handlers' tests: a session on a fresh, migrated SQLite database.
+"""Shared by the unit tests.
 
-``tests/integration/test_example_handlers_on_each_database.py`` runs the same
-tests with a ``session`` of its own on PostgreSQL and MariaDB.
+- ``session``, for the example handlers' tests: a session on a fresh, migrated SQLite
+  database (``tests/integration/test_example_handlers_on_each_database.py`` runs the same
+  tests with a ``session`` of its own on PostgreSQL and MariaDB);
+- ``settings_from_the_test_only``: ``Settings()`` reads only what the test sets.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade_to_head
+from app.settings import Settings, get_settings
 
 
 @pytest.fixture
@@ -25,3 +28,13 @@ async def session(tmp_path: Path) -> AsyncIterator[AsyncSession]:
     async with session_factory(engine)() as db_session:
         yield db_session
     await engine.dispose()
+
+
+@pytest.fixture
+def settings_from_the_test_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No setting leaks in from the machine running the tests, and the cache starts empty."""
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()

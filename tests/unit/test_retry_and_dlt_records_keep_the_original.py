@@ -4,8 +4,9 @@ Contract: a record sent to a retry tier or the DLT has the original key, value
 and headers (in their order, repeated names included, and a producer's own
 header kept even when its name merely starts like ours, e.g. ``retry-after``);
 failure metadata is only added as headers. A DLT record of a handler failure carries exactly the
-headers the failures issue names: ``dlt-original-topic``, ``-partition``,
-``-offset``, ``-timestamp``, ``dlt-consumer-group``, ``dlt-reason``,
+headers the failures issue names (with ``FAILURE_DETAIL=full``; what the other modes leave
+out, ``test_failure_detail_decides_what_of_an_exception_travels``): ``dlt-original-topic``,
+``-partition``, ``-offset``, ``-timestamp``, ``dlt-consumer-group``, ``dlt-reason``,
 ``dlt-exception-type`` (the qualified class name), ``dlt-exception-message``
 (cut at ``MESSAGE_LIMIT``), ``dlt-exception-stacktrace`` (its last
 ``STACKTRACE_LIMIT`` characters), ``dlt-attempts``, ``dlt-first-failure-at``,
@@ -28,6 +29,7 @@ from typing import Any
 import orjson
 import pytest
 
+from app.failure_detail import FailureDetail, FailureDetailPolicy
 from app.pipeline.apply import HandlerFailed
 from app.pipeline.decode import Decoded, decode
 from app.pipeline.route import FailureRouter
@@ -47,6 +49,7 @@ ORIGINAL_HEADERS = (
     ("tag", b"second"),
 )
 ORIGINAL_TIMESTAMP_MS = 1_714_564_800_000
+FULL = FailureDetailPolicy(FailureDetail.FULL)
 
 DLT_HEADERS_OF_A_HANDLER_FAILURE = {
     "dlt-original-topic",
@@ -135,7 +138,7 @@ def dead_letter(
     record: RawRecord, consumer: str | None, exc: BaseException, at: datetime = NOW
 ) -> OutRecord:
     event = event_of(record) if consumer else None
-    failure = Failure(consumer, exc, at, event)
+    failure = Failure(consumer, FULL.describe(exc), at, event)
     return dead_letter_record(
         record, Trip.of(record), failure, DeadReason.NON_RETRYABLE, 1, f"{BASE}.DLT"
     )
@@ -143,7 +146,7 @@ def dead_letter(
 
 def test_a_retry_record_keeps_the_original_and_adds_its_headers() -> None:
     record = original()
-    failure = Failure("points", raised(SkuMissing("sku-1")), NOW, event_of(record))
+    failure = Failure("points", FULL.describe(SkuMissing("sku-1")), NOW, event_of(record))
     next_stop = route(RetryPolicy(BASE, (1.0, 5.0)), 1, True, NOW)
 
     out = retry_record(record, Trip.of(record), failure, next_stop)
@@ -200,7 +203,7 @@ def test_a_producers_own_header_that_shares_our_prefix_is_kept() -> None:
     # Only the names in ``dlq.headers`` are ours; a producer may well send "retry-after".
     theirs_too = (*ORIGINAL_HEADERS, ("retry-after", b"30"), ("dlt-owner", b"team-orders"))
     record = RawRecord(BASE, 3, 41, b"o-9", original().value, theirs_too, ORIGINAL_TIMESTAMP_MS)
-    failure = Failure("points", raised(SkuMissing("x")), NOW, event_of(record))
+    failure = Failure("points", FULL.describe(SkuMissing("x")), NOW, event_of(record))
     next_stop = route(RetryPolicy(BASE, (1.0,)), 1, True, NOW)
 
     retry = retry_record(record, Trip.of(record), failure, next_stop)

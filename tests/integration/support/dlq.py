@@ -74,7 +74,10 @@ class DlqCommand:
     async def __call__(self, *args: str, env: Mapping[str, str] | None = None) -> Ran:
         """Run the command with ``args``; its exit code and output."""
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "dlq", *args,
+            sys.executable,
+            "-m",
+            "dlq",
+            *args,
             cwd=REPO_ROOT,
             env={**self._env(), **(env or {})},
             stdout=asyncio.subprocess.PIPE,
@@ -127,8 +130,11 @@ async def dead_letters(
     """Wait until the test's DLT holds ``count`` records; return them."""
     dlt = dlt_topic(stream.topic)
     return await eventually(
-        lambda: records(stream, dlt), lambda found: len(found) >= count,
-        what=f"{count} record(s) on {dlt}", within=within, workers=workers,
+        lambda: records(stream, dlt),
+        lambda found: len(found) >= count,
+        what=f"{count} record(s) on {dlt}",
+        within=within,
+        workers=workers,
     )
 
 
@@ -147,8 +153,13 @@ async def caught_up(stream: Stream, workers: Iterable[WorkerProcess], within: fl
         return {p: end - done.get(p, 0) for p, end in ends.items() if end > done.get(p, 0)}
 
     try:
-        await eventually(behind, lambda lag: not lag, what="the group to catch up",
-                         within=within, workers=workers)
+        await eventually(
+            behind,
+            lambda lag: not lag,
+            what="the group to catch up",
+            within=within,
+            workers=workers,
+        )
     finally:
         await admin.close()
 
@@ -161,6 +172,17 @@ async def failures(database_url: str) -> list[dict[str, Any]]:
     engine = create_engine(database_url, pool_size=1)
     try:
         async with engine.connect() as conn:
+            return [dict(row) for row in (await conn.execute(query)).mappings()]
+    finally:
+        await engine.dispose()
+
+
+async def failed_rows(database_url: str) -> list[dict[str, Any]]:
+    """Every ``failed_event`` row, every column."""
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            query = select(failed_event).order_by(failed_event.c.offset)
             return [dict(row) for row in (await conn.execute(query)).mappings()]
     finally:
         await engine.dispose()
@@ -192,12 +214,16 @@ class DeadPayment:
 
 
 async def a_payment_dies(
-    stream: Stream, workers: Workers, database_url: str, fixed_flag: Path
+    stream: Stream,
+    workers: Workers,
+    database_url: str,
+    fixed_flag: Path,
+    env: Mapping[str, str] | None = None,
 ) -> DeadPayment:
-    """Start a probe worker; alice's order applies, mallory's payment goes through every
-    retry tier to the DLT and her cancel waits behind it."""
+    """Start a probe worker (``env``: more settings); alice's order applies, mallory's
+    payment goes through every retry tier to the DLT and her cancel waits behind it."""
     worker = workers.start(
-        database_url, handler_modules=PROBE_MODULES, env=probe_env(fixed_flag)
+        database_url, handler_modules=PROBE_MODULES, env={**probe_env(fixed_flag), **(env or {})}
     )
     alice, mallory = Order("alice", 12_345), Order(FAIL_USER, 5_000)
     paid, cancelled = mallory.paid(), mallory.cancelled()

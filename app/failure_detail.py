@@ -1,0 +1,72 @@
+"""``FAILURE_DETAIL``: what of a failure's exception travels to the DLT, ``failed_event`` and
+the logs.
+
+``type``: the exception's class only. ``message`` (the default): its message too.
+``full``: its stack trace too, its causes included. Whatever travels is scrubbed
+(``app.scrub``) of bound parameters, values the database quoted, URL passwords and the
+settings' secrets. One ``ExceptionText`` per failure feeds the DLT record's headers, the
+``failed_event`` row and the log line, so the three always say the same.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from app.scrub import scrub
+
+if TYPE_CHECKING:
+    from app.settings import Settings
+
+
+class FailureDetail(StrEnum):
+    """How much of an exception leaves the worker (``FAILURE_DETAIL``)."""
+
+    FULL = "full"
+    MESSAGE = "message"
+    TYPE = "type"
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionText:
+    """What of one exception may be written down: ``type`` is ``module.QualifiedName``,
+    ``name`` the class's own; ``message`` and ``stacktrace`` are ``None`` where the policy
+    withholds them."""
+
+    type: str
+    name: str
+    message: str | None = None
+    stacktrace: str | None = None
+
+    @property
+    def line(self) -> str:
+        """``Name: message`` (``Name`` alone without one), for a log line."""
+        return f"{self.name}: {self.message}" if self.message else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class FailureDetailPolicy:
+    """Turns an exception into the ``ExceptionText`` that ``detail`` lets through,
+    with ``secrets`` hidden wherever they appear."""
+
+    detail: FailureDetail = FailureDetail.MESSAGE
+    secrets: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, settings: Settings) -> FailureDetailPolicy:
+        """The policy ``settings`` ask for, hiding their secrets."""
+        return cls(settings.failure_detail, settings.secrets)
+
+    def describe(self, exc: BaseException) -> ExceptionText:
+        """What of ``exc`` may travel."""
+        kind = type(exc)
+        text = ExceptionText(f"{kind.__module__}.{kind.__qualname__}", kind.__qualname__)
+        if self.detail is FailureDetail.TYPE:
+            return text
+        message = scrub(str(exc), self.secrets)
+        if self.detail is FailureDetail.MESSAGE:
+            return ExceptionText(text.type, text.name, message)
+        trace = scrub("".join(traceback.format_exception(exc)), self.secrets)
+        return ExceptionText(text.type, text.name, message, trace)

@@ -1,0 +1,50 @@
+"""Take data and secrets out of an exception's text before it leaves the worker.
+
+A failure's message and stack trace go to the DLT, ``failed_event`` and the logs, which
+are read more widely and kept longer than the tables the data came from. ``scrub``
+removes what an exception copies there without meaning to:
+
+- a statement's bound parameters: SQLAlchemy's ``[parameters: ...]`` line (the
+  framework's engines never write it, ``hide_parameters``; an engine of another making
+  may);
+- the values a database quotes in its own words: PostgreSQL's ``Key (email)=(...)`` and
+  ``Failing row contains (...)``, MySQL/MariaDB's ``Duplicate entry '...'`` and
+  ``Incorrect ... value: '...'``, a value the driver or server could not read;
+- the password of any URL, and each secret given (the settings' passwords).
+
+What remains is the error, the statement with its placeholders, and the names of
+columns, keys and constraints: what finds the bug.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+HIDDEN = "***"
+PARAMETERS_HIDDEN = "[SQL parameters hidden]"
+
+# Each pattern keeps its groups and hides what lies between them. A value is taken to
+# run to the last closing mark on its line: a value holding the mark is hidden whole.
+_VALUES = [
+    (re.compile(r"^\[parameters: .*$", re.MULTILINE), PARAMETERS_HIDDEN),
+    (re.compile(r"(\bKey \([^\n]*?\)=\().*(\))"), rf"\g<1>{HIDDEN}\g<2>"),
+    (re.compile(r"(\bFailing row contains \().*(\))"), rf"\g<1>{HIDDEN}\g<2>"),
+    (re.compile(r"(\bDuplicate entry ').*(' for key)"), rf"\g<1>{HIDDEN}\g<2>"),
+    (re.compile(r"(\bIncorrect [\w ]+ value: ').*(' for column)"), rf"\g<1>{HIDDEN}\g<2>"),
+    (re.compile(r"(\binvalid input (?:syntax|value) for [^:\n]*: ).*"), rf"\g<1>{HIDDEN}"),
+    (re.compile(r"(\binvalid input for query argument \$\d+: ).*"), rf"\g<1>{HIDDEN}"),
+]
+# scheme://user:password@host: the password, whatever it is, up to the last @ of the
+# authority (an unencoded @ in a password belongs to it).
+_URL_PASSWORD = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)[^\s/]*@")
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` without bound parameters, quoted values, URL passwords and ``secrets``."""
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        text = text.replace(secret, HIDDEN)
+    text = _URL_PASSWORD.sub(rf"\g<1>{HIDDEN}@", text)
+    for pattern, replacement in _VALUES:
+        text = pattern.sub(replacement, text)
+    return text
