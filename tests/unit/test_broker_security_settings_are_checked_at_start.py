@@ -15,26 +15,17 @@ variable; a mistake that follows from another is not said twice; no line, and no
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from app.demo.certificates import CertificateAuthority, Issued
-from app.settings import Settings, describe, get_settings
+from app.settings import Settings, describe
+
+pytestmark = pytest.mark.usefixtures("settings_from_the_test_only")
 
 SECRET = "s3cret-Pa55"
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Only what a test sets."""
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 @pytest.fixture(scope="module")

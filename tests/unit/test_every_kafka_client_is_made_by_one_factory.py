@@ -13,7 +13,6 @@ credentials at all, as before. No broker is contacted: clients are built, never 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +23,13 @@ from app.kafka_clients import KafkaClients
 from app.outbox.broker import KafkaBroker
 from app.registry import Registry
 from app.runtime.faust_app import create_app
-from app.settings import Settings, get_settings
+from app.settings import Settings
 from dlq.cli import _target
+
+pytestmark = pytest.mark.usefixtures("settings_from_the_test_only")
 
 ROOT = Path(__file__).resolve().parents[2]
 MADE_HERE = re.compile(r"\b(AIOKafka(Producer|Consumer|AdminClient|Client)|create_conn)\(")
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 @pytest.fixture
