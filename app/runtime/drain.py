@@ -13,7 +13,18 @@ is rebuilding its index, the producer's buffer is over its limit, or a channel t
 record goes to is full. ``drain_messages`` checks those first, with no turn of the
 loop in between, and awaits the callback directly when none holds; otherwise it races
 it against the flow's suspension exactly as faust does. Everything else (read
-offsets, gaps, periodic commits, a turn of the loop every 100 records) is faust's.
+offsets, gaps, periodic commits, a turn of the loop every 100 records) is faust's,
+with one more check.
+
+A fetch's records are read from the positions of the last seek (a rebalance seeks
+every assigned partition to its committed offset, and sets the read offsets to match).
+A delivery may wait for the flow to resume (the conductor waits for it), so a whole
+rebalance, its seek included, can happen while one record is delivered. That record
+then must not set its partition's read offset (it would overwrite the seek's, and the
+records the seek went back to would be dropped as read already, or skipped as a gap,
+and committed past while nobody processed them), and the rest of its fetch is not
+delivered: the next fetch reads them again from the new positions. ``seek_epoch``
+(``transport``) counts the seeks.
 """
 
 from __future__ import annotations
@@ -60,7 +71,12 @@ async def drain_messages(consumer: Any, fetcher: Any) -> None:
             await asyncio.sleep(0)
             if consumer.should_stop:
                 continue
+            epoch = None  # the seeks done when this fetch returned
             async for tp, message in records:
+                if epoch is None:
+                    epoch = consumer.seek_epoch
+                elif consumer.seek_epoch != epoch:
+                    break  # sought since: read again from the new positions
                 since_yield += 1
                 if since_yield > YIELD_EVERY:
                     await asyncio.sleep(0)
@@ -79,6 +95,8 @@ async def drain_messages(consumer: Any, fetcher: Any) -> None:
                     await consumer.wait_first(callback(message), consumer.suspend_flow.wait())
                 else:
                     await callback(message)
+                if consumer.seek_epoch != epoch:
+                    break  # sought meanwhile: the read offset is the seek's
                 set_read_offset(tp, offset)
             consumer.diag.unset_flag(CONSUMER_FETCHING)
     except consumer.consumer_stopped_errors:

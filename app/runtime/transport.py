@@ -80,6 +80,8 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
             return consumer
 
     class Consumer(driver.Consumer):
+        seek_epoch = 0  # seeks done (``drain``: a fetch from before one is not delivered)
+
         def _new_consumer_thread(self) -> driver.AIOKafkaConsumerThread:
             return ConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
@@ -92,6 +94,7 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
             self._committed_offset.update(
                 {ensure_TP(tp): offset for tp, offset in committed.items() if offset}
             )
+            self.seek_epoch += 1
 
         async def _add_gap(self, tp: Any, offset_from: int, offset_to: int) -> None:
             add_gap(self._gap[tp], self._committed_offset[tp], offset_from, offset_to)

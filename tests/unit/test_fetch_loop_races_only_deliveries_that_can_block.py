@@ -5,7 +5,12 @@ the conductor's index is not being rebuilt, the producer's buffer is under its l
 no channel of its topic is full) is delivered by awaiting the callback itself; any of
 those conditions makes it race the flow's suspension as faust does (``wait_first``).
 Either way each record is delivered once, in order, and its read offset recorded; a
-record below the read offset is dropped.
+record below the read offset is dropped. A seek (a rebalance's, to the committed
+offsets) while a fetch's records are delivered ends that fetch: the record being
+delivered does not move the read offset the seek set, and the rest are not delivered
+(the next fetch reads from the new positions). Otherwise the records the seek went back
+to would be dropped as read already, or skipped as a gap, and their offsets committed
+past while nobody processed them.
 """
 
 from __future__ import annotations
@@ -75,6 +80,10 @@ class FakeConsumer:
         self._tp_to_callback_lock = self.lock
         self._topic_name_index = {TOPIC: {self.channel}}
         self.fetches = [[Message(offset) for offset in offsets]]
+        self.seek_epoch = 0
+        self.seek_during: int | None = None  # the offset whose delivery a rebalance interrupts
+        self.seek_to: int | None = None  # the committed offset it seeks to (None: none yet)
+        self.after_seek: list[int] = []  # what the fetch after the seek returns
 
     def is_active(self) -> bool:
         return self.flow_active
@@ -87,6 +96,12 @@ class FakeConsumer:
 
     async def callback(self, message: Message) -> None:
         self.delivered.append(message.offset)
+        if message.offset == self.seek_during:
+            self.seek_during = None
+            # faust's perform_seek while the delivery waited for the flow to resume.
+            self._read_offset["tp"] = None if self.seek_to is None else self.seek_to - 1
+            self.seek_epoch += 1
+            self.fetches = [[Message(offset) for offset in self.after_seek]]
         if message.offset == 1:
             self.channel.queue.is_full = self.fill_after_first
 
@@ -101,7 +116,8 @@ class FakeConsumer:
         async def fetched() -> AsyncIterator[tuple[str, Message]]:
             for message in self.fetches.pop(0) if self.fetches else []:
                 yield "tp", message
-            self._stopped.set()
+            if not self.fetches:
+                self._stopped.set()
 
         return fetched()
 
@@ -157,3 +173,18 @@ async def test_a_suspended_flow_makes_every_delivery_race_as_in_faust() -> None:
     consumer.suspend_flow.set()
     await drain(consumer)
     assert consumer.raced == [0, 1]
+
+
+@pytest.mark.parametrize("committed", [None, 2])
+async def test_a_seek_during_a_delivery_ends_the_fetch_and_keeps_its_read_offset(
+    committed: int | None,
+) -> None:
+    # Records 5 to 7 were fetched before a rebalance; 0 (or 2) to 7 are read again after it.
+    consumer = FakeConsumer([5, 6, 7])
+    consumer.seek_during = 5
+    consumer.seek_to = committed
+    first = committed or 0
+    consumer.after_seek = list(range(first, 8))
+    await drain(consumer)
+    assert consumer.delivered == [5, *range(first, 8)]  # 6 and 7 of the old fetch dropped
+    assert consumer._read_offset["tp"] == 7
