@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from app.db import connect_options, pgbouncer
 from app.db.timeouts import (
     DEFAULT_TIMEOUTS,
     DbTimeouts,
@@ -50,10 +51,13 @@ def create_engine(
     Every connection is bounded by ``timeouts`` (see ``timeouts``): a connection
     that stops answering is dropped, not waited on.
     PostgreSQL plans every statement for its parameters (see ``_postgresql_session``).
+    The URL's TLS parameters and ``pgbouncer=true`` are the framework's to read
+    (``connect_options``): they become the driver's connect arguments.
     SQLite runs in WAL mode with a busy timeout so that several worker
     processes can share one file.
     """
     backend = dialect_name(url)
+    asked = connect_options.read(url)
     options: dict[str, Any] = {"pool_pre_ping": True}
     if backend == "sqlite":
         options = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}}
@@ -63,12 +67,14 @@ def create_engine(
             max_overflow=pool_size,
             pool_recycle=1800,
             isolation_level="READ COMMITTED",
-            connect_args=connect_args(backend, timeouts),
+            connect_args=connect_args(backend, timeouts) | asked.connect_args(),
         )
-    engine = create_async_engine(url, **options)
+    engine = create_async_engine(asked.url, **options)
     if backend != "sqlite":
         event.listen(engine.sync_engine, "handle_error", _silent_retires_the_pool)
-    if backend == "postgresql":
+    if backend == "postgresql" and asked.pgbouncer:
+        pgbouncer.per_transaction(engine, timeouts)  # no session state: see ``pgbouncer``
+    elif backend == "postgresql":
         event.listen(engine.sync_engine, "connect", _postgresql_session(timeouts))
     if backend == "mysql":
         event.listen(engine.sync_engine, "connect", _mysql_session(timeouts))
