@@ -5,9 +5,12 @@
     EffectivelyOnceError
      ├── ConfigurationError        a mistake in settings or handler registration;
      │                             raised at import or start-up, never at run time
-     │    └── BrokerRefused        the broker will not serve a client as configured: it
-     │                             refused the login, its certificate is not trusted or
-     │                             does not name the host, or it lacks a feature asked for
+     │    ├── BrokerRefused        the broker will not serve a client as configured: it
+     │    │                        refused the login, its certificate is not trusted or
+     │    │                        does not name the host, or it lacks a feature asked for
+     │    └── DatabaseRefused      the database will not serve the TLS its URL asks for:
+     │                             its certificate is not trusted or does not name the
+     │                             host, or it offers no TLS
      ├── InvalidOutboxEvent        (also a ValueError) an event handed to the outbox
      │                             writer that no row can hold; raised to the caller,
      │                             inside its transaction, before anything is written
@@ -104,6 +107,10 @@ class InfrastructureError(EffectivelyOnceError):
 
 class BrokerRefused(ConfigurationError):
     """The broker will not serve a client as configured; a setting must change."""
+
+
+class DatabaseRefused(ConfigurationError):
+    """The database will not serve the TLS its URL asks for; the URL must change."""
 
 
 class BrokerUnreachable(InfrastructureError):

@@ -15,11 +15,11 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
 from app.db.engine import create_engine, session_factory
+from app.db.urls import shown
 from app.kafka_clients import KafkaClients
 from app.monitoring import readiness
 from app.outbox.broker import BrokerRefused, KafkaBroker
@@ -112,7 +112,7 @@ class RelayRunner:
         log.info(
             "relay %s started: database %s, broker %s (%s), batches of %d, lease %.0fs",
             self.relay.owner,
-            make_url(self.settings.database_url).render_as_string(hide_password=True),
+            shown(self.settings.database_url),
             self.settings.broker_url,
             self.settings.broker_security.describe(),
             self.settings.relay_batch_size,
