@@ -5,6 +5,9 @@
 - ``secure_kafka``: an Apache Kafka of the test process's own with SASL_SSL
   (SCRAM-SHA-512), SSL (client certificates) and SASL_PLAINTEXT (PLAIN) listeners and
   the certificates and users they take (``app.demo.secure_kafka``), started on first use.
+- ``acl_kafka``: an Apache Kafka of the test process's own that enforces ACLs
+  (``StandardAuthorizer``, nothing allowed without one) for SASL_PLAINTEXT users
+  (``app.demo.acl_kafka``), started on first use.
 - ``stream``: the test's own topic and consumer group on it, so tests never
   share broker state.
 - ``backend`` / ``database_url``: a fresh database per test, dropped afterwards;
@@ -37,6 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db import tables
 from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
+from app.demo.acl_kafka import AclKafka
 from app.demo.broker import LocalBroker
 from app.demo.secure_kafka import SecureKafka
 from tests.conftest import unavailable
@@ -86,6 +90,19 @@ def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKaf
         unavailable(f"the secured Apache Kafka did not start: {exc}")
     yield secured
     secured.stop()
+
+
+@pytest.fixture(scope="session")
+def acl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclKafka]:
+    """Apache Kafka enforcing ACLs for the user ``worker`` (whatever ``TEST_BROKER`` says)."""
+    folder = tmp_path_factory.mktemp("acl-kafka")
+    try:
+        kafka = AclKafka(users=("worker",), log_dir=folder)
+        kafka.start()
+    except Exception as exc:  # no Java, no Maven, or it did not start
+        unavailable(f"the Apache Kafka with ACLs did not start: {exc}")
+    yield kafka
+    kafka.stop()
 
 
 @pytest.fixture(scope="session")
