@@ -33,8 +33,12 @@
                                    A statement cancelled again and again is escalated:
                                    the batch runs event by event and the event whose
                                    handler meets it is routed.
-          └── BrokerUnreachable    no broker could be connected to (down, unreachable,
-                                   silent, or closing the connection): wait and retry
+          ├── BrokerUnreachable    no broker could be connected to (down, unreachable,
+          │                        silent, or closing the connection): wait and retry
+          └── BrokerDenied         the cluster's ACLs deny the principal what it needs
+                                   (to write a topic, an idempotent producer): wait and
+                                   retry in place, the denial named on ``/ready``, until
+                                   an ACL allows it
 
 Any other exception a handler raises counts as retryable unless the handler
 declares its type non-retryable (``@handler(..., non_retryable=(KeyError,))``).
@@ -115,3 +119,7 @@ class DatabaseRefused(ConfigurationError):
 
 class BrokerUnreachable(InfrastructureError):
     """No bootstrap server could be connected to; the message says why, per server."""
+
+
+class BrokerDenied(InfrastructureError):
+    """The cluster's ACLs deny the principal an operation it needs; the message names it."""

@@ -10,6 +10,9 @@
   (``support.tls_postgres``, ``support.tls_mariadb``); ``pgbouncer``: a PgBouncer of its
   own in transaction mode before the shared PostgreSQL (``support.pgbouncer``). Each is
   started on first use, on a free port.
+- ``acl_kafka``: an Apache Kafka of the test process's own that enforces ACLs
+  (``StandardAuthorizer``, nothing allowed without one) for SASL_PLAINTEXT users
+  (``app.demo.acl_kafka``), started on first use.
 - ``stream``: the test's own topic and consumer group on it, so tests never
   share broker state.
 - ``backend`` / ``database_url``: a fresh database per test, dropped afterwards;
@@ -42,6 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db import tables
 from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
+from app.demo.acl_kafka import AclKafka
 from app.demo.broker import LocalBroker
 from app.demo.certificates import CertificateAuthority
 from app.demo.secure_kafka import SecureKafka
@@ -142,6 +146,19 @@ def pgbouncer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgBouncer]:
         unavailable(f"PgBouncer did not start: {exc}")
     yield pooler
     pooler.stop()
+
+
+@pytest.fixture(scope="session")
+def acl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclKafka]:
+    """Apache Kafka enforcing ACLs for the user ``worker`` (whatever ``TEST_BROKER`` says)."""
+    folder = tmp_path_factory.mktemp("acl-kafka")
+    try:
+        kafka = AclKafka(users=("worker",), log_dir=folder)
+        kafka.start()
+    except Exception as exc:  # no Java, no Maven, or it did not start
+        unavailable(f"the Apache Kafka with ACLs did not start: {exc}")
+    yield kafka
+    kafka.stop()
 
 
 @pytest.fixture(scope="session")
