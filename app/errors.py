@@ -5,9 +5,12 @@
     EffectivelyOnceError
      ├── ConfigurationError        a mistake in settings or handler registration;
      │                             raised at import or start-up, never at run time
-     │    └── BrokerRefused        the broker will not serve a client as configured: it
-     │                             refused the login, its certificate is not trusted or
-     │                             does not name the host, or it lacks a feature asked for
+     │    ├── BrokerRefused        the broker will not serve a client as configured: it
+     │    │                        refused the login, its certificate is not trusted or
+     │    │                        does not name the host, or it lacks a feature asked for
+     │    └── DatabaseRefused      the database will not serve the TLS its URL asks for:
+     │                             its certificate is not trusted or does not name the
+     │                             host, or it offers no TLS
      ├── InvalidOutboxEvent        (also a ValueError) an event handed to the outbox
      │                             writer that no row can hold; raised to the caller,
      │                             inside its transaction, before anything is written
@@ -30,8 +33,12 @@
                                    A statement cancelled again and again is escalated:
                                    the batch runs event by event and the event whose
                                    handler meets it is routed.
-          └── BrokerUnreachable    no broker could be connected to (down, unreachable,
-                                   silent, or closing the connection): wait and retry
+          ├── BrokerUnreachable    no broker could be connected to (down, unreachable,
+          │                        silent, or closing the connection): wait and retry
+          └── BrokerDenied         the cluster's ACLs deny the principal what it needs
+                                   (to write a topic, an idempotent producer): wait and
+                                   retry in place, the denial named on ``/ready``, until
+                                   an ACL allows it
 
 Any other exception a handler raises counts as retryable unless the handler
 declares its type non-retryable (``@handler(..., non_retryable=(KeyError,))``).
@@ -106,5 +113,13 @@ class BrokerRefused(ConfigurationError):
     """The broker will not serve a client as configured; a setting must change."""
 
 
+class DatabaseRefused(ConfigurationError):
+    """The database will not serve the TLS its URL asks for; the URL must change."""
+
+
 class BrokerUnreachable(InfrastructureError):
     """No bootstrap server could be connected to; the message says why, per server."""
+
+
+class BrokerDenied(InfrastructureError):
+    """The cluster's ACLs deny the principal an operation it needs; the message names it."""

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.engine import create_engine
 from app.db.tables import failed_event
+from app.db.urls import shown as shown_url
 from dlq.dead import FailureKey, FailureState
 from dlq.errors import DatabaseUnreachable
 
@@ -98,7 +99,7 @@ class FailureStore:
 async def failure_store(database_url: str) -> AsyncIterator[FailureStore]:
     """A ``FailureStore`` on ``database_url``, once it answered and holds ``failed_event``."""
     url = make_url(database_url)
-    shown = url.render_as_string(hide_password=True)
+    shown = shown_url(database_url)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         # aiosqlite would create a missing file: an empty database that only confuses.
         if not await asyncio.to_thread(Path(url.database).exists):

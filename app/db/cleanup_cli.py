@@ -14,11 +14,11 @@ from datetime import timedelta
 
 import typer
 from pydantic import ValidationError
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.engine import create_engine
 from app.db.retention import Cleaned, Retention, clean
+from app.db.urls import shown
 from app.settings import Settings, describe
 
 
@@ -37,7 +37,7 @@ def cleanup() -> None:
     try:
         cleaned = asyncio.run(_clean(settings.database_url, retention))
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
-        where = make_url(settings.database_url).render_as_string(hide_password=True)
+        where = shown(settings.database_url)
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         _fail(f"cannot clean the database at {where}: {first}")
     outbox, dedup = _span(retention.outbox), _span(retention.dedup)

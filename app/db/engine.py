@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from app.db import connect_options, pgbouncer
 from app.db.timeouts import (
     DEFAULT_TIMEOUTS,
     DbTimeouts,
@@ -51,10 +52,13 @@ def create_engine(
     that stops answering is dropped, not waited on. No SQL error shows the bound
     parameters (``hide_parameters``): the handlers' statements run here too.
     PostgreSQL plans every statement for its parameters (see ``_postgresql_session``).
+    The URL's TLS parameters and ``pgbouncer=true`` are the framework's to read
+    (``connect_options``): they become the driver's connect arguments.
     SQLite runs in WAL mode with a busy timeout so that several worker
     processes can share one file.
     """
     backend = dialect_name(url)
+    asked = connect_options.read(url)
     # A SQL error never carries the statement's parameters: they are the data (an e-mail
     # address, a card number), and the error goes to logs and dead letters.
     options: dict[str, Any] = {"hide_parameters": True}
@@ -67,12 +71,14 @@ def create_engine(
             max_overflow=pool_size,
             pool_recycle=1800,
             isolation_level="READ COMMITTED",
-            connect_args=connect_args(backend, timeouts),
+            connect_args=connect_args(backend, timeouts) | asked.connect_args(),
         )
-    engine = create_async_engine(url, **options)
+    engine = create_async_engine(asked.url, **options)
     if backend != "sqlite":
         event.listen(engine.sync_engine, "handle_error", _silent_retires_the_pool)
-    if backend == "postgresql":
+    if backend == "postgresql" and asked.pgbouncer:
+        pgbouncer.per_transaction(engine, timeouts)  # no session state: see ``pgbouncer``
+    elif backend == "postgresql":
         event.listen(engine.sync_engine, "connect", _postgresql_session(timeouts))
     if backend == "mysql":
         event.listen(engine.sync_engine, "connect", _mysql_session(timeouts))

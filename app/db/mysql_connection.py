@@ -3,6 +3,9 @@
 aiomysql's ``connect_timeout`` covers opening the TCP connection only, and it has
 no timeout for a command: a server that stops answering (see ``timeouts``) holds
 the caller forever. Used through SQLAlchemy's ``async_creator_fn``.
+
+A connection asked to use TLS (``ssl=``) never goes on without it: aiomysql would log in
+in plaintext to a server that does not offer TLS.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiomysql
+from pymysql.constants import CLIENT, CR
+from pymysql.err import OperationalError
 
 
 def bounded_connect(
@@ -39,6 +44,14 @@ class BoundedConnection(aiomysql.Connection):
     connection (aiomysql's own reaction to a cancelled read)."""
 
     response_timeout: float | None = None
+
+    async def _request_authentication(self) -> None:
+        if self._ssl_context is not None and not self.server_capabilities & CLIENT.SSL:
+            raise OperationalError(
+                CR.CR_SSL_CONNECTION_ERROR,
+                "the server does not offer TLS, which the database URL asks for",
+            )
+        await super()._request_authentication()
 
     async def _read_query_result(self, unbuffered: bool = False) -> None:
         async with asyncio.timeout(self.response_timeout):

@@ -1,13 +1,15 @@
 """Turn the database URLs hosting platforms hand out into async SQLAlchemy URLs.
 
 A URL may hold a password, so no message here quotes it: a mistake is named
-by what is wrong (the scheme, the port), and ``shown`` masks the password of
-a URL that is printed (where the database could not be reached, say).
+by what is wrong (the scheme, the port, a TLS parameter), and ``shown`` masks the
+passwords of a URL that is printed (where the database could not be reached, say).
 """
 
 from __future__ import annotations
 
 from sqlalchemy.engine import make_url
+
+from app.db import connect_options
 
 _ASYNC_DRIVERS = {
     "postgres": "postgresql+asyncpg",
@@ -23,7 +25,8 @@ def normalise_database_url(url: str) -> str:
     """Pick the async driver for a plain ``postgres://``, ``mysql://`` or ``sqlite://`` URL.
 
     A URL that already names a driver (``postgresql+asyncpg://``) is kept as it is.
-    Raises ``ValueError`` for anything that is not a usable URL, without quoting it.
+    Raises ``ValueError`` for anything that is not a usable URL, without quoting it, and
+    for a TLS parameter that cannot be used (its files are read here: see ``app.db.tls``).
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
@@ -41,6 +44,7 @@ def normalise_database_url(url: str) -> str:
             )
         normalised = f"{driver}://{rest}"
     check_parts(normalised)
+    connect_options.read(normalised)
     return normalised
 
 
@@ -60,8 +64,11 @@ def check_parts(url: str) -> None:
 
 
 def shown(url: str) -> str:
-    """``url`` as it may be printed: the password masked (``***``)."""
+    """``url`` as it may be printed: the password and ``sslpassword`` masked (``***``)."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        parsed = make_url(url)
+        if "sslpassword" in parsed.query:
+            parsed = parsed.update_query_dict({"sslpassword": "***"})
+        return parsed.render_as_string(hide_password=True)
     except Exception:
         return "(a database URL that cannot be parsed)"

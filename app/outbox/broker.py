@@ -8,9 +8,11 @@ topic deliberately (``app.outbox.topics``); a row whose topic stays missing fail
 its attempt.
 
 Failures are told apart (``is_row_fault``): the broker refusing *this record*
-(too large, invalid topic, not authorised) counts as an attempt of the row; the
-broker being unreachable or slow (connection, timeout, leader elections, not
-enough replicas) is nobody's attempt: the relay waits and sends again.
+(too large, invalid topic) counts as an attempt of the row; the broker being
+unreachable or slow (connection, timeout, leader elections, not enough replicas) is
+nobody's attempt: the relay waits and sends again. So is a write the cluster's ACLs
+deny (``denial``): the same for every row of the topic, and mended by granting the
+ACL, not by the row; the relay waits in place and names the topic and permission.
 
 Idempotence (``RELAY_IDEMPOTENT``, on by default) keeps a batch the producer
 retries internally from being written twice. A broker that refuses it
@@ -35,9 +37,14 @@ from datetime import datetime
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import (
+    ClusterAuthorizationFailedError,
+    KafkaError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailed,
+)
 
-from app.errors import BrokerRefused, BrokerUnreachable
+from app.errors import BrokerDenied, BrokerRefused, BrokerUnreachable
 from app.kafka_clients import KafkaClients
 from app.outbox.message import BadRow, Message
 from app.outbox.partitioner import RememberingPartitioner
@@ -49,15 +56,41 @@ _NO_IDEMPOTENCE = {"UnknownError", "UnsupportedVersionError"}
 TOPICS_MAX_AGE_SECONDS = 60.0
 log = logging.getLogger("effectively_once.relay")
 
-__all__ = ["BrokerRefused", "BrokerUnreachable", "KafkaBroker", "is_row_fault"]
+# What a producer's principal needs for ``InitProducerId`` (an idempotent producer).
+IDEMPOTENT_WRITE = (
+    "IdempotentWrite on the cluster (or Write on any topic) for an idempotent producer; "
+    "RELAY_IDEMPOTENT=false needs neither"
+)
+_DENIED = (
+    TopicAuthorizationFailedError,
+    ClusterAuthorizationFailedError,
+    TransactionalIdAuthorizationFailed,
+)
+
+__all__ = ["BrokerRefused", "BrokerUnreachable", "KafkaBroker", "denial", "is_row_fault"]
 
 
 def is_row_fault(exc: BaseException) -> bool:
     """True when the broker refused the record itself (the row's attempt failed), False when
-    the broker was unreachable or busy (nobody's attempt: send again later)."""
+    the broker was unreachable or busy, or its ACLs deny the write (nobody's attempt: send
+    again later)."""
     if isinstance(exc, BadRow):
         return True
+    if isinstance(exc, _DENIED):
+        return False
     return isinstance(exc, KafkaError) and not exc.retriable and not _is_timeout(exc)
+
+
+def denial(exc: BaseException | None, topic: str) -> str | None:
+    """What the ACLs deny, in one line naming ``topic`` and the permission, when ``exc`` is
+    an authorization failure of a send to ``topic``; None otherwise."""
+    if isinstance(exc, TopicAuthorizationFailedError):
+        return f"TopicAuthorizationFailed: not allowed to write {topic!r} (an ACL must allow Write)"
+    if isinstance(exc, ClusterAuthorizationFailedError):
+        return f"ClusterAuthorizationFailed: not allowed {IDEMPOTENT_WRITE}"
+    if isinstance(exc, TransactionalIdAuthorizationFailed):
+        return "TransactionalIdAuthorizationFailed: not allowed to use the transactional id"
+    return None
 
 
 def _is_timeout(exc: KafkaError) -> bool:
@@ -105,6 +138,11 @@ class KafkaBroker:
             await asyncio.wait_for(self._producer.start(), START_TIMEOUT_SECONDS)
         except KafkaError as exc:
             await self._producer.stop()
+            if isinstance(exc, ClusterAuthorizationFailedError):
+                raise BrokerDenied(
+                    f"the broker at {self.clients.where} denies this relay's principal "
+                    f"{IDEMPOTENT_WRITE} (ClusterAuthorizationFailed for InitProducerId)"
+                ) from None
             if self.idempotent and type(exc).__name__ in _NO_IDEMPOTENCE:
                 raise BrokerRefused(
                     f"the broker refused an idempotent producer ({type(exc).__name__} for "

@@ -17,12 +17,11 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.engine import create_engine
-from app.db.urls import normalise_database_url
+from app.db.urls import normalise_database_url, shown
 from app.outbox import dead
 from app.outbox.status import OutboxStatus
 from app.settings import Settings, describe
@@ -151,7 +150,7 @@ def _run(
     try:
         return asyncio.run(go())
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
-        where = make_url(url).render_as_string(hide_password=True)
+        where = shown(url)
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         _fail(f"cannot read the outbox at {where}: {first}")
 

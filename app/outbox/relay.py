@@ -17,13 +17,15 @@ A row's topic missing on the broker is created first where the relay may
 (``topics``, ``app.outbox.topics``); one that stays missing fails its rows'
 attempts, and ``missing_topics`` names it with the reason until it exists.
 
-The broker or the database being unreachable is nobody's attempt: the relay
-waits and tries again in place, keeping its lease alive (renewed every third of
-the lease) so that no other relay takes the rows while it waits. A relay that
-dies holding a lease loses it when the lease expires; the rows are then claimed
-again, and a row whose record the broker already took from the dead relay is found
-on the topic and marked published without a second copy (``app.outbox.recovered``;
-beyond its search window, sent again: at least once, consumers dedup).
+The broker or the database being unreachable is nobody's attempt, and so is a
+write the cluster's ACLs deny (``denied`` names the topic and permission until a
+send to it succeeds): the relay waits and tries again in place, keeping its lease
+alive (renewed every third of the lease) so that no other relay takes the rows
+while it waits. A relay that dies holding a lease loses it when the lease expires;
+the rows are then claimed again, and a row whose record the broker already took from
+the dead relay is found on the topic and marked published without a second copy
+(``app.outbox.recovered``; beyond its search window, sent again: at least once,
+consumers dedup).
 
 Between cycles the relay sleeps ``poll_interval`` unless the last claim was full
 (longer while it keeps finding nothing), or ``wake()`` is called (the worker does
@@ -57,7 +59,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import metrics
 from app.outbox import settle
-from app.outbox.broker import is_row_fault
+from app.outbox.broker import denial, is_row_fault
 from app.outbox.claim import Floor, aware, claim
 from app.outbox.lease import Lease
 from app.outbox.message import BadRow, Message, message_of, shortened
@@ -127,9 +129,7 @@ class _Cycle:
     failed: list[settle.Failed] = field(default_factory=list)
     stopped: set[tuple[str, str]] = field(default_factory=set)
     # Sent, not acknowledged when the stop's grace ran out: the outcome is the producer's.
-    unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = field(
-        default_factory=dict
-    )
+    unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = field(default_factory=dict)
 
     def waves(self) -> list[list[dict[str, Any]]]:
         """Wave ``k``: the ``k``-th claimed row of each aggregate (claim order is id order)."""
@@ -188,6 +188,8 @@ class Relay:
         # Topics rows were due for and the broker does not have -> why (until they exist).
         self.missing_topics: dict[str, str] = {}
         self._missing_checked_at = 0.0
+        # Topics the ACLs do not let this relay write -> the denial, while rows wait for it.
+        self.denied: dict[str, str] = {}
         self.config = config or RelayConfig()
         self.clock = clock
         self.on_pause = on_pause
@@ -248,6 +250,8 @@ class Relay:
             except RelayStopped:
                 break
             self.last_cycle_at = time.monotonic()
+            # A denied write holds its cycle until it goes: a cycle that ended waits on none.
+            self.denied.clear()
             metrics.relay_polled()
             await self._recheck_missing()
             if claimed >= self.config.batch_size:
@@ -358,7 +362,14 @@ class Relay:
             if trouble is None and any(m is not before.get(i) for i, (_, m) in pending.items()):
                 continue  # shortened records go again at once
             attempt += 1
-            await self._pause(f"publishing {len(pending)} outbox row(s)", trouble, attempt)
+            topics = {message.topic for _, message in pending.values()}
+            denied = sorted(said for topic, said in self.denied.items() if topic in topics)
+            await self._pause(
+                f"publishing {len(pending)} outbox row(s)",
+                trouble,
+                attempt,
+                denied="; ".join(denied) or None,
+            )
 
     async def _missing(self, topics: set[str]) -> dict[str, str]:
         """Which of ``topics`` the broker lacks, each with why; creates them first where the
@@ -444,13 +455,13 @@ class Relay:
                 if is_row_fault(exc):
                     cycle.fail(row, _describe(exc))
                     del pending[row_id]
-                elif is_infrastructure(exc):
+                elif is_infrastructure(exc) or self._denied(message.topic, exc):
                     trouble = exc
                 else:
                     raise
         await self._await_acks(list(futures.values()))
         for row_id, future in futures.items():
-            row, _ = pending[row_id]
+            row, message = pending[row_id]
             if not future.done():
                 # Stopping, the grace ran out: the producer still holds the record.
                 cycle.wait_for(row, future)
@@ -460,10 +471,20 @@ class Relay:
             ):
                 continue
             elif cycle.take(row, future):
+                if future.exception() is None:
+                    self.denied.pop(message.topic, None)
                 del pending[row_id]
             else:
                 trouble = future.exception()
+                self._denied(message.topic, trouble)
         return trouble
+
+    def _denied(self, topic: str, exc: BaseException | None) -> bool:
+        """Remember it when ``exc`` says the ACLs deny writing ``topic``; True if so."""
+        said = denial(exc, topic)
+        if said is not None:
+            self.denied[topic] = said
+        return said is not None
 
     @staticmethod
     def _shorten(
@@ -648,9 +669,18 @@ class Relay:
         attempt: int,
         dependency: str = "broker",
         settling: bool = False,
+        denied: str | None = None,
     ) -> None:
         delay = self.config.pause_backoff.delay(attempt)
-        if _missing_table(exc):
+        if denied is not None:
+            log.error(
+                "%s waits in place (attempt %d), trying again in %.1fs: %s",
+                what,
+                attempt,
+                delay,
+                denied,
+            )
+        elif _missing_table(exc):
             log.error(
                 "no outbox_event table in the database: run the migrations "
                 "(python -m app.db.migrate); checking again in %.1fs",

@@ -5,9 +5,9 @@ SIGTERM (or Ctrl-C) the relay finishes the rows in hand (``RELAY_STOP_GRACE_SECO
 hands back the rows it never sent, marks the rest as the producer's close leaves
 them, and exits 0. Prometheus metrics are served on
 ``RELAY_METRICS_PORT`` (``0``: none). A setting it cannot use (an invalid value, a
-busy metrics port, a broker that refuses an idempotent producer) is one line on
-stderr and exit code 2; an unreachable database or broker is waited for, one log
-line per attempt.
+busy metrics port, a broker that refuses an idempotent producer, a database that
+refuses the TLS its URL asks for) is one line on stderr and exit code 2; an unreachable
+database or broker is waited for, one log line per attempt.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import sys
 import typer
 from pydantic import ValidationError
 
+from app.db.refusal import check_database
+from app.errors import DatabaseRefused
 from app.logging_setup import configure_process_logging
 from app.settings import Settings, describe
 
@@ -34,6 +36,10 @@ def relay() -> None:
         settings = Settings()
     except ValidationError as exc:
         _fail("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
+    try:
+        asyncio.run(check_database(settings.database_url, settings.db_timeouts))
+    except DatabaseRefused as exc:
+        _fail(str(exc))
     configure_process_logging(settings)
     if settings.relay_metrics_port:
         _serve_metrics(settings.relay_metrics_port)

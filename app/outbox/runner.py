@@ -15,11 +15,12 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
 from app.db.engine import create_engine, session_factory
+from app.db.urls import shown
+from app.errors import BrokerDenied
 from app.kafka_clients import KafkaClients
 from app.monitoring import readiness
 from app.outbox.broker import BrokerRefused, KafkaBroker
@@ -84,6 +85,8 @@ class RelayRunner:
     failure: BaseException | None = field(default=None, init=False)
     # Why the broker could not be reached, while the relay keeps trying.
     _unreachable: str | None = field(default=None, init=False)
+    # What the ACLs deny the producer at start (InitProducerId), while the relay keeps trying.
+    _denied: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         settings = self.settings
@@ -112,7 +115,7 @@ class RelayRunner:
         log.info(
             "relay %s started: database %s, broker %s (%s), batches of %d, lease %.0fs",
             self.relay.owner,
-            make_url(self.settings.database_url).render_as_string(hide_password=True),
+            shown(self.settings.database_url),
             self.settings.broker_url,
             self.settings.broker_security.describe(),
             self.settings.relay_batch_size,
@@ -151,7 +154,9 @@ class RelayRunner:
         topic it has rows for exists.
 
         Failed: it stopped on an error it cannot retry (a setting or producer the broker
-        refused); a topic it has rows for is missing and could not be created (named, with
+        refused); the cluster's ACLs deny it a write its rows wait for, or its producer
+        (named, with the permission: it waits in place and resumes once granted); a
+        topic it has rows for is missing and could not be created (named, with
         the broker's reason: those rows wait); or no claim-publish-settle cycle has ended
         for ``RELAY_STALL_SECONDS`` (a broker it cannot reach, a database that does not
         answer, a cycle that hangs): rows that are due then wait, and nothing else would
@@ -160,6 +165,11 @@ class RelayRunner:
             return readiness.Check("relay", False, f"the relay cannot run: {self.failure}")
         if self._tasks and self._tasks[0].done() and not self.relay.stopping:
             return readiness.Check("relay", False, "the relay stopped")
+        denied = sorted({*self.relay.denied.values(), *([self._denied] if self._denied else [])})
+        if denied:
+            return readiness.Check(
+                "relay", False, f"{'; '.join(denied)}: its rows wait in place until it is granted"
+            )
         if self.relay.missing_topics:
             named = "; ".join(
                 f"topic {topic!r} does not exist on the broker ({why})"
@@ -218,10 +228,23 @@ class RelayRunner:
         while True:
             try:
                 await self.broker.start()
-                self._unreachable = None
+                self._unreachable = self._denied = None
                 return
             except BrokerRefused:
                 raise
+            except BrokerDenied as exc:
+                attempt += 1
+                delay = backoff.delay(attempt)
+                self._denied = str(exc)
+                log.error(
+                    "the relay waits (attempt %d), trying again in %.1fs: %s", attempt, delay, exc
+                )
+                metrics.relay_infrastructure_failure("broker")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.relay.stopped(), delay)
+                if self.relay.stopping:
+                    raise RelayStopped from None
+                continue
             except Exception as exc:
                 attempt += 1
                 delay = backoff.delay(attempt)

@@ -1,13 +1,22 @@
 """What the prefilter uses of a Redis client, as a protocol: MGET and a server-side script.
 
 ``redis.asyncio.Redis`` satisfies it (mypy checks that in ``connect``), and so
-does the in-memory fake of the unit tests.
+does the in-memory fake of the unit tests. ``refusal`` tells, at start, a Redis that
+refuses the URL's settings (its TLS certificate not trusted or not naming the host,
+a TLS file that cannot be read, the login refused: a mistake to mend) from one that is
+down or silent (the prefilter fails open and its breaker waits for it).
 """
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+# OpenSSL's verify codes for a certificate that does not name the host connected to.
+_NAME_MISMATCH = {62, 64}
 
 
 class RedisScript(Protocol):
@@ -52,3 +61,50 @@ def connect(url: str, connect_timeout_seconds: float) -> RedisClient:
     return Redis.from_url(
         url, socket_connect_timeout=connect_timeout_seconds, retry=Retry(NoBackoff(), 0)
     )
+
+
+async def refusal(url: str, within: float) -> str | None:
+    """Why the Redis at ``url`` refuses its settings, in one line naming its address but
+    nothing else of the URL (it may hold a password); None when it answers ``PING``, or
+    cannot be reached or does not answer within ``within`` seconds (down is not refused)."""
+    from redis.asyncio import Redis
+    from redis.exceptions import AuthenticationError, ResponseError
+
+    parts = urlsplit(url)
+    where = f"cannot use Redis at {parts.hostname}:{parts.port or 6379} (REDIS_URL)"
+    client = Redis.from_url(url, socket_connect_timeout=within, socket_timeout=within)
+    try:
+        async with asyncio.timeout(within):
+            await client.ping()
+    except AuthenticationError as exc:
+        return f"{where}: the login was refused ({exc}); check the user and password in REDIS_URL"
+    except ResponseError as exc:
+        if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc):
+            return f"{where}: the login was refused ({exc}); check the password in REDIS_URL"
+        return None
+    except Exception as exc:
+        why = _tls_refusal(exc, parts.hostname or "") if parts.scheme == "rediss" else None
+        return f"{where}: {why}" if why else None
+    finally:
+        await client.aclose()
+    return None
+
+
+def _tls_refusal(exc: BaseException, host: str) -> str | None:
+    """The TLS reason in ``exc``'s chain, in words; None when there is none."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            reason = seen.verify_message or str(seen)
+            if seen.verify_code in _NAME_MISMATCH:
+                return f"its certificate does not name {host} ({reason}); connect by a name it has"
+            return (
+                f"its certificate is not trusted ({reason}); ssl_ca_certs in REDIS_URL must "
+                "name the CA that signed it"
+            )
+        if isinstance(seen, ssl.SSLError):
+            return f"TLS failed ({seen.reason or seen}); check the ssl_* options of REDIS_URL"
+        if isinstance(seen, FileNotFoundError | PermissionError):
+            return f"a TLS file of REDIS_URL cannot be read ({seen.strerror})"
+        seen = seen.__cause__ or seen.__context__
+    return None

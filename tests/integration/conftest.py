@@ -5,6 +5,14 @@
 - ``secure_kafka``: an Apache Kafka of the test process's own with SASL_SSL
   (SCRAM-SHA-512), SSL (client certificates) and SASL_PLAINTEXT (PLAIN) listeners and
   the certificates and users they take (``app.demo.secure_kafka``), started on first use.
+- ``tls_postgres``, ``tls_mariadb``: a PostgreSQL cluster and a MariaDB of the test
+  process's own that take TLS connections only, their certificates from ``database_ca``
+  (``support.tls_postgres``, ``support.tls_mariadb``); ``pgbouncer``: a PgBouncer of its
+  own in transaction mode before the shared PostgreSQL (``support.pgbouncer``). Each is
+  started on first use, on a free port.
+- ``acl_kafka``: an Apache Kafka of the test process's own that enforces ACLs
+  (``StandardAuthorizer``, nothing allowed without one) for SASL_PLAINTEXT users
+  (``app.demo.acl_kafka``), started on first use.
 - ``stream``: the test's own topic and consumer group on it, so tests never
   share broker state.
 - ``backend`` / ``database_url``: a fresh database per test, dropped afterwards;
@@ -37,13 +45,19 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db import tables
 from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
+from app.demo.acl_kafka import AclKafka
 from app.demo.broker import LocalBroker
+from app.demo.certificates import CertificateAuthority
 from app.demo.secure_kafka import SecureKafka
 from tests.conftest import unavailable
 from tests.integration.support.databases import Databases, ServiceUnavailable
 from tests.integration.support.kafka import OrderTopic
+from tests.integration.support.own_servers import ServerHome
+from tests.integration.support.pgbouncer import PgBouncer
 from tests.integration.support.session_broker import SharedBroker, run_root, shared_broker
 from tests.integration.support.state import Database
+from tests.integration.support.tls_mariadb import TlsMariaDB
+from tests.integration.support.tls_postgres import TlsPostgres
 from tests.integration.support.workers import Stream, Workers
 from tests.pipeline.support import test_metadata
 
@@ -86,6 +100,65 @@ def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKaf
         unavailable(f"the secured Apache Kafka did not start: {exc}")
     yield secured
     secured.stop()
+
+
+@pytest.fixture(scope="session")
+def database_ca(tmp_path_factory: pytest.TempPathFactory) -> CertificateAuthority:
+    """The CA that signs the TLS databases' certificates."""
+    return CertificateAuthority(tmp_path_factory.mktemp("database-ca"), "database test CA")
+
+
+@pytest.fixture(scope="session")
+def tls_postgres(
+    tmp_path_factory: pytest.TempPathFactory, database_ca: CertificateAuthority
+) -> Iterator[TlsPostgres]:
+    """A PostgreSQL cluster that takes TLS connections only."""
+    home = tmp_path_factory.mktemp("tls-postgres")
+    try:
+        server = TlsPostgres(ServerHome.make(home, "postgres"), database_ca).start()
+    except Exception as exc:  # no PostgreSQL binaries, or it did not start
+        unavailable(f"the TLS PostgreSQL did not start: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_mariadb(
+    tmp_path_factory: pytest.TempPathFactory, database_ca: CertificateAuthority
+) -> Iterator[TlsMariaDB]:
+    """A MariaDB that takes TLS connections only."""
+    home = tmp_path_factory.mktemp("tls-mariadb")
+    try:
+        server = TlsMariaDB(ServerHome.make(home, "mysql"), database_ca).start()
+    except Exception as exc:  # no mariadbd, or it did not start
+        unavailable(f"the TLS MariaDB did not start: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgBouncer]:
+    """A PgBouncer in transaction mode before the shared PostgreSQL."""
+    home = tmp_path_factory.mktemp("pgbouncer")
+    try:
+        pooler = PgBouncer(ServerHome.make(home, "postgres")).start()
+    except Exception as exc:  # no pgbouncer (.ci/services installs it), or it did not start
+        unavailable(f"PgBouncer did not start: {exc}")
+    yield pooler
+    pooler.stop()
+
+
+@pytest.fixture(scope="session")
+def acl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclKafka]:
+    """Apache Kafka enforcing ACLs for the user ``worker`` (whatever ``TEST_BROKER`` says)."""
+    folder = tmp_path_factory.mktemp("acl-kafka")
+    try:
+        kafka = AclKafka(users=("worker",), log_dir=folder)
+        kafka.start()
+    except Exception as exc:  # no Java, no Maven, or it did not start
+        unavailable(f"the Apache Kafka with ACLs did not start: {exc}")
+    yield kafka
+    kafka.stop()
 
 
 @pytest.fixture(scope="session")

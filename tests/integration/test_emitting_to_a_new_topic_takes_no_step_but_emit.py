@@ -5,9 +5,11 @@ handler names ``invoices`` in ``@handler(..., emits=...)`` has created it by the
 is ready, before any event, with ``ORDER_TOPIC_PARTITIONS`` partitions; the other topic
 the handler emits to (``audit``, not named) is created by the relay before its first
 publish. Every emitted event reaches its topic at the first attempt (no outbox row
-retried) and ``/ready`` stays green. With ``TOPICS_DECLARE=false`` nothing is created:
-``/ready`` fails on the relay check naming the missing topic and the setting, and once
-someone creates the topics the rows ship and ``/ready`` is green again. Where the
+retried) and ``/ready`` stays green. With ``TOPICS_DECLARE=false`` nothing is created
+(the worker starts only once the topics it knows of exist: its own and those named in
+``emits``): ``/ready`` fails on the relay check naming a missing topic only the
+handler's body names, and the setting, and once someone creates it the rows ship and
+``/ready`` is green again. Where the
 broker refuses to create a topic (a replication factor it cannot meet, here), the
 relay's check names the topic and the broker's reason.
 """
@@ -26,6 +28,7 @@ from app.monitoring.readiness import Check
 from app.outbox import NewEvent
 from app.outbox.runner import RelayRunner
 from app.settings import Settings
+from dlq.topics import dlt_topic
 from tests.integration.support.http import readiness_is
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.outbox import rows, shipped, write
@@ -128,26 +131,27 @@ async def test_with_topics_declare_false_ready_names_the_missing_topic(
     topic: OrderTopic, workers: Workers, database_url: str, tmp_path: Path
 ) -> None:
     stream = topic.stream
-    # No retry tiers: with nothing declared, only the order topic (created by the test) exists.
     env = invoicing_env(
         tmp_path, stream, TOPICS_DECLARE="false", RETRY_DELAYS="", RELAY_MAX_ATTEMPTS="1000"
     )
     invoices, audit = env["INVOICES_TOPIC"], env["AUDIT_TOPIC"]
+    # What the worker checks for at start (its DLT and the topic named in ``emits``) exists;
+    # the topic only the handler's body names does not.
+    for name in (dlt_topic(stream.topic), invoices):
+        await ensure_topic(stream.bootstrap, name, 1)
     worker = workers.start(database_url, handler_modules="invoicing", env=env)
     await readiness_is(worker, 200, within=60)
-    assert invoices not in await partitions(stream)
 
     await topic.send([encode(due("inv-1", 1_250))])
     await topic.drained(workers=[worker])
     body = await readiness_is(worker, 503, within=30)
     assert body["failed"] == ["relay"], body
     detail = body["checks"]["relay"]["detail"]
-    assert f"topic {invoices!r} does not exist on the broker" in detail
+    assert f"topic {audit!r} does not exist on the broker" in detail
     assert "TOPICS_DECLARE=false" in detail
-    assert not {invoices, audit} & set(await partitions(stream))
+    assert audit not in await partitions(stream)
 
-    for name in (invoices, audit):
-        await ensure_topic(stream.bootstrap, name, 1)
+    await ensure_topic(stream.bootstrap, audit, 1)
     await readiness_is(worker, 200, within=30)
     for name in (invoices, audit):
         await eventually(

@@ -25,23 +25,17 @@ import orjson
 import pytest
 
 from app.demo.envelopes import Message
-from app.demo.produce import ensure_topic
 from app.demo.secure_kafka import LISTENERS, SecureKafka
-from app.outbox import NewEvent
-from tests.integration.support.dlq import DlqCommand, dead_letters, records
+from tests.integration.support.dlq import DlqCommand, dead_letters
 from tests.integration.support.http import get_json
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.orders import Order, messages
-from tests.integration.support.outbox import statuses, write
-from tests.integration.support.relays import Relays
 from tests.integration.support.secured import run_app, secured_stream
+from tests.integration.support.small_run import relay_ships_the_outbox
 from tests.integration.support.state import Database, every_consumer
-from tests.integration.support.waiting import eventually
 from tests.integration.support.workers import Stream, Workers
 
 pytestmark = pytest.mark.integration
-
-SHIPPED = 5
 
 
 @pytest.fixture(params=LISTENERS)
@@ -97,27 +91,4 @@ async def test_worker_relay_dlq_and_trace_work_through_the_listener(
     assert states == dict.fromkeys(every_consumer(0), "applied")
     assert worker.stop() == 0
 
-    shipped_topic = f"{stream.topic}-shipped"
-    await ensure_topic(stream.bootstrap, shipped_topic, 2)
-    events = [
-        NewEvent(shipped_topic, "Shipped", "Parcel", f"parcel-{n}", {"n": n})
-        for n in range(SHIPPED)
-    ]
-    await write(database_url, events)
-    relays = Relays(tmp_path / "relays")
-    relay = relays.start(database_url, stream.broker_url, env=env)
-    try:
-        await eventually(
-            lambda: statuses(database_url),
-            lambda found: found.get("PUBLISHED", 0) >= SHIPPED + 1,  # and the dead letter's
-            what="every outbox row PUBLISHED by the relay process",
-            within=60,
-        )
-        assert relay.stop() == 0, relay.log()
-    finally:
-        relays.kill_all()
-    on_topic = await records(stream, shipped_topic)
-    assert sorted(orjson.loads(r.value or b"")["data"]["n"] for r in on_topic) == list(
-        range(SHIPPED)
-    )
-    assert "ERROR" not in relay.log(), relay.log()
+    await relay_ships_the_outbox(stream, database_url, tmp_path, env=env)

@@ -8,8 +8,9 @@ for on the topic first, and those found there are marked published without being
 again (rows claimed fresh are never looked for); a row the broker refuses counts one
 attempt (``PENDING`` with ``next_retry_at`` and ``last_error``; ``DEAD`` at the last
 attempt) and the later rows of its aggregate go back to ``PENDING`` unsent, while
-other aggregates publish; a broker that cannot be reached is retried in place and
-counts nothing. The producer is idempotent with ``acks=all`` unless told otherwise.
+other aggregates publish; a broker that cannot be reached, or whose ACLs deny the
+write, is retried in place and counts nothing (a denial named, topic and permission,
+until the send goes). The producer is idempotent with ``acks=all`` unless told otherwise.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, RecordTooLargeError
+from aiokafka.errors import (
+    ClusterAuthorizationFailedError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    RecordTooLargeError,
+    TopicAuthorizationFailedError,
+)
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -39,11 +46,13 @@ QUICK = Backoff(0.001, 0.001)
 
 class FakeBroker:
     """Acknowledges at once, refuses the eventIds in ``refuse``, is unreachable ``down``
-    times; ``sent`` keeps every accepted record in the order sent."""
+    times, denies the write (ACLs) ``denied`` times; ``sent`` keeps every accepted record
+    in the order sent."""
 
-    def __init__(self, refuse: set[str] = frozenset(), down: int = 0) -> None:  # type: ignore[assignment]
+    def __init__(self, refuse: set[str] = frozenset(), down: int = 0, denied: int = 0) -> None:  # type: ignore[assignment]
         self.refuse = refuse
         self.down = down
+        self.denied = denied
         self.sent: list[str] = []
         self.tries = 0
         self.on_topic: set[str] = set()  # eventIds a dead relay got onto the topic
@@ -68,7 +77,10 @@ class FakeBroker:
             raise KafkaConnectionError("broker gone")
         event_id = dict(message.headers)["id"].decode()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if event_id in self.refuse:
+        if self.denied:
+            self.denied -= 1
+            future.set_exception(TopicAuthorizationFailedError(message.topic))
+        elif event_id in self.refuse:
             future.set_exception(RecordTooLargeError())
         else:
             self.sent.append(event_id)
@@ -176,6 +188,22 @@ async def test_an_unreachable_broker_is_retried_in_place_and_counts_nothing(
     assert await state(engine) == {"a1": ("PUBLISHED", 0, False), "a2": ("PUBLISHED", 0, False)}
 
 
+async def test_a_write_the_acls_deny_waits_in_place_and_counts_nothing(
+    engine: AsyncEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    await write(engine, ("a1", "a"), ("a2", "a"))
+    broker = FakeBroker(denied=3)
+    shipper = relay(engine, broker, attempts=1)
+    assert await shipper.run_once() == 2
+    assert broker.sent == ["a1", "a2"]
+    assert await state(engine) == {"a1": ("PUBLISHED", 0, False), "a2": ("PUBLISHED", 0, False)}
+    said = "TopicAuthorizationFailed: not allowed to write 'orders' (an ACL must allow Write)"
+    waits = [r.getMessage() for r in caplog.records if said in r.getMessage()]
+    assert len(waits) == 3, waits
+    assert all("waits in place" in line for line in waits), waits
+    assert shipper.denied == {}  # granted: said no more
+
+
 @pytest.mark.parametrize(
     ("error", "row_fault"),
     [
@@ -183,6 +211,8 @@ async def test_an_unreachable_broker_is_retried_in_place_and_counts_nothing(
         (BadRow("payload is not JSON"), True),
         (KafkaConnectionError(), False),
         (KafkaTimeoutError(), False),
+        (TopicAuthorizationFailedError("orders.DLT"), False),
+        (ClusterAuthorizationFailedError(), False),
     ],
 )
 def test_only_a_records_own_refusal_is_its_fault(error: BaseException, row_fault: bool) -> None:

@@ -1,0 +1,89 @@
+"""A database that refuses the TLS its URL asks for is a mistake to name at start, in one line.
+
+An unreachable database is an outage: the worker and the relay wait for it, retrying in
+place. A certificate that is not trusted, or that does not name the host, or a server
+that offers no TLS, will not change by waiting: ``check_database`` makes one connection
+at start, as every later one will be made, and raises ``DatabaseRefused`` naming what
+failed and the URL parameter to look at. ``refusal`` gives the same line to a command
+that met the error on its own connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+from sqlalchemy.engine import make_url
+
+from app.db import connect_options
+from app.db.engine import create_engine
+from app.db.timeouts import DbTimeouts
+from app.errors import DatabaseRefused
+
+# OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
+_NAME_MISMATCH = (62, 64)
+_CA = {"postgresql": "sslrootcert", "mysql": "ssl_ca"}
+_NAME_CHECK = {"postgresql": "use sslmode=verify-ca", "mysql": "set ssl_verify_identity=false"}
+_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
+
+
+def refusal(exc: BaseException, url: str) -> str | None:
+    """The line naming why the database at ``url`` refused TLS in ``exc`` (None: not that)."""
+    backend = make_url(url).get_backend_name()
+    for cause in _chain(exc):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            reason = (cause.verify_message or cause.reason or "verify failed").rstrip(".")
+            if cause.verify_code in _NAME_MISMATCH:
+                return (
+                    f"its certificate does not name the host ({reason}); connect by a name the "
+                    f"certificate holds, or {_NAME_CHECK.get(backend, 'drop the name check')}"
+                )
+            return (
+                f"its certificate is not trusted ({reason}); check "
+                f"{_CA.get(backend, 'the CA file')}"
+            )
+        if isinstance(cause, ssl.SSLError):
+            return f"the TLS handshake failed ({cause.reason or cause})"
+        text = str(cause)
+        if "rejected SSL upgrade" in text or "does not offer TLS" in text:
+            return "the server does not offer TLS, which the database URL asks for"
+    return None
+
+
+def where(url: str) -> str:
+    """``host:port`` of ``url``, as a message may name it."""
+    parsed = make_url(url)
+    port = parsed.port or _DEFAULT_PORTS.get(parsed.get_backend_name())
+    return f"{parsed.host or 'localhost'}:{port}"
+
+
+async def check_database(url: str, timeouts: DbTimeouts) -> None:
+    """Raise ``DatabaseRefused`` if the database refuses the TLS ``url`` asks for; a URL
+    without TLS, and a database out of reach, pass (the caller waits for it)."""
+    if not connect_options.read(url).tls_required:
+        return
+    engine = create_engine(url, pool_size=1, timeouts=timeouts)
+    try:
+        async with asyncio.timeout(timeouts.connect + 1), engine.connect():
+            pass
+    except Exception as exc:
+        line = refusal(exc, url)
+        if line is not None:
+            raise DatabaseRefused(
+                f"cannot connect to the database at {where(url)}: {line}"
+            ) from None
+    finally:
+        await engine.dispose()
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it wraps (SQLAlchemy's ``orig``, ``__cause__``, ``__context__``)."""
+    seen: list[BaseException] = []
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop(0)
+        if current is None or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        pending += [getattr(current, "orig", None), current.__cause__, current.__context__]
+    return seen

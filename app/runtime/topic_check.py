@@ -1,0 +1,66 @@
+"""At start, before the worker joins its group: is every topic it needs there for it?
+
+The worker needs its topic, each retry tier, the DLT and every topic its handlers name
+in ``emits``. One metadata request for exactly those (never creating one, whatever
+``auto.create.topics.enable`` says) tells, per topic, that it exists, that it does not,
+or that the broker's ACLs deny this principal ``Describe`` on it (Kafka then hides
+whether it exists). A topic it may not describe, or one missing while
+``TOPICS_DECLARE=false`` (nothing creates it), is a ``ConfigurationError`` naming each;
+faust would otherwise ignore a missing topic, or retry a denied one, without a word.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiokafka.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
+from aiokafka.protocol.metadata import MetadataRequest
+
+from app.broker_security import BrokerSecurity
+from app.errors import ConfigurationError
+from app.registry import Registry
+from app.settings import Settings
+from dlq.topics import dlt_topic, retry_topic
+
+
+def needed_topics(settings: Settings, registry: Registry) -> list[str]:
+    """The topics a worker reads or writes, in that order: main, retry tiers, DLT, emitted."""
+    base = settings.order_topic
+    own = [base, *(retry_topic(base, d) for d in settings.retry_delay_seconds), dlt_topic(base)]
+    return own + sorted(set(registry.emitted_topics) - set(own))
+
+
+async def check_topics(conn: Any, topics: list[str], settings: Settings) -> None:
+    """Ask the broker over ``conn`` (an open aiokafka connection) about ``topics``; raise a
+    ``ConfigurationError`` in one line naming those denied and, with
+    ``TOPICS_DECLARE=false``, those missing."""
+    answer = await conn.send(MetadataRequest(topics, allow_auto_topic_creation=False))
+    codes = {topic: code for code, topic, *_ in answer.topics}
+    denied = [t for t in topics if codes.get(t) == TopicAuthorizationFailedError.errno]
+    missing = [t for t in topics if codes.get(t) == UnknownTopicOrPartitionError.errno]
+    problems = []
+    if denied:
+        problems.append(
+            f"the broker denies {principal(settings.broker_security)} Describe on "
+            + " and on ".join(f"topic {t!r}" for t in denied)
+            + " (TopicAuthorizationFailed): an ACL must allow it (README: ACLs)"
+        )
+    if missing and not settings.topics_declare:
+        problems.append(
+            "TOPICS_DECLARE=false and the broker has no topic "
+            + ", ".join(repr(t) for t in missing)
+            + ": create them, or let the worker create them (TOPICS_DECLARE=true)"
+        )
+    if problems:
+        raise ConfigurationError("; ".join(problems))
+
+
+def principal(security: BrokerSecurity) -> str:
+    """Who the broker sees, as far as the settings tell."""
+    if security.username:
+        return f"User:{security.username}"
+    if security.protocol == "PLAINTEXT":
+        return "User:ANONYMOUS"
+    if security.cert_file:
+        return "the client certificate's principal"
+    return "this client's principal"

@@ -1,0 +1,119 @@
+"""A worker starts only when every topic it needs is there for it; otherwise one line names them.
+
+Contract: the worker needs its topic, each retry tier, the DLT and every topic its
+handlers name in ``emits``. With ``TOPICS_DECLARE=false`` (it creates nothing) it
+checks at start that each exists: those missing end it with exit code 2 and one line
+naming each of them and the setting, before it joins the group; once they exist it
+starts and is ready. On a broker that enforces ACLs, a topic its principal may not
+``Describe`` ends it the same way, naming the topic and the permission, whatever
+``TOPICS_DECLARE`` says: no traceback, no password.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from app.demo.acl_kafka import AclKafka
+from app.demo.produce import ensure_topic
+from dlq.topics import dlt_topic, retry_topic
+from tests.integration.support.acls import acl_stream, create_topics, grant_reading
+from tests.integration.support.http import readiness_is
+from tests.integration.support.kafka import OrderTopic
+from tests.integration.support.workers import REPO_ROOT, Stream, WorkerProcess, Workers
+
+pytestmark = pytest.mark.integration
+
+WITHIN = 30  # Python's start, the handlers' import, one metadata request
+PREFIX = "effectively-once: configuration error: "
+BILLING = '''\
+"""A user's billing service: one handler emitting to a topic of its own."""
+
+import os
+
+from app import Envelope, HandlerContext, NewEvent, handler
+from schemas.order import OrderPaid
+
+BILLS = os.environ["BILLS_TOPIC"]
+
+
+@handler("OrderPaid", consumer="billing", emits=(BILLS,))
+async def bill(event: Envelope[OrderPaid], ctx: HandlerContext) -> None:
+    ctx.emit(NewEvent(BILLS, "Billed", "Order", event.aggregate_id, {"paid": True}))
+'''
+DELAYS = (1.0, 5.0)
+
+
+def billing_env(folder: Path, stream: Stream, **extra: str) -> dict[str, str]:
+    """The worker's environment: ``billing`` importable, two retry tiers, its topic its own."""
+    (folder / "billing.py").write_text(BILLING)
+    return {
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(folder)]),
+        "BILLS_TOPIC": f"{stream.topic}-bills",
+        "RETRY_DELAYS": ",".join(f"{d:g}" for d in DELAYS),
+        **extra,
+    }
+
+
+def the_one_line(worker: WorkerProcess) -> str:
+    """The worker ended with code 2 and logged one line, which it returns."""
+    code = worker.process.wait(timeout=WITHIN)
+    log = worker.log()
+    assert code == 2, log
+    assert "Traceback" not in log, log
+    lines = log.strip().splitlines()
+    assert len(lines) == 1, log
+    assert lines[0].startswith(PREFIX), log
+    return lines[0]
+
+
+async def test_missing_topics_are_named_at_start_and_it_starts_once_they_exist(
+    topic: OrderTopic, workers: Workers, database_url: str, tmp_path: Path
+) -> None:
+    stream = topic.stream
+    env = billing_env(tmp_path, stream, TOPICS_DECLARE="false")
+    needed = [
+        *(retry_topic(stream.topic, d) for d in DELAYS),
+        dlt_topic(stream.topic),
+        env["BILLS_TOPIC"],
+    ]
+    worker = workers.start(database_url, handler_modules="billing", env=env)
+    line = the_one_line(worker)
+    assert "TOPICS_DECLARE=false" in line, line
+    for name in needed:
+        assert repr(name) in line, line
+    assert repr(stream.topic) not in line, line  # it exists
+
+    for name in needed:
+        await ensure_topic(stream.bootstrap, name, stream.partitions)
+    again = workers.start(database_url, handler_modules="billing", env=env)
+    await readiness_is(again, 200, within=60)
+
+
+async def test_a_topic_it_may_not_describe_is_named_with_the_permission(
+    acl_kafka: AclKafka, database_url: str, tmp_path: Path
+) -> None:
+    stream = acl_stream(acl_kafka)
+    tiers = [retry_topic(stream.topic, d) for d in DELAYS]
+    dlt = dlt_topic(stream.topic)
+    await create_topics(stream, [stream.topic, *tiers, dlt])
+    grant_reading(acl_kafka, stream, [stream.topic, *tiers])  # nothing on the DLT
+    workers = Workers(stream, tmp_path / "workers")
+    settings = acl_kafka.settings("worker")
+    try:
+        worker = workers.start(
+            database_url,
+            handler_modules="handlers",
+            env={"RETRY_DELAYS": "1,5", "TOPICS_DECLARE": "false", **settings},
+        )
+        line = the_one_line(worker)
+    finally:
+        workers.kill_all()
+    assert f"Describe on topic {dlt!r}" in line, line
+    assert "TopicAuthorizationFailed" in line, line
+    assert "worker" in line, line
+    assert settings["BROKER_SASL_PASSWORD"] not in line
+    for allowed in (stream.topic, *tiers):
+        assert repr(allowed) not in line, line
