@@ -25,6 +25,7 @@ from app.outbox.topics import TopicMaker
 from app.registry import Registry
 from app.runtime import due
 from app.runtime.batches import BatchGivenUp, run_batches
+from app.runtime.broker_wait import wait_for_broker
 from app.runtime.garbage import tune_garbage_collector
 from app.runtime.intake import Intake
 from app.runtime.records import to_record
@@ -68,6 +69,7 @@ def create_app(
     )
     if settings.log_format == "json":
         app.on_worker_init.connect(capture_standard_streams)
+    app.broker_clients = clients
     if settings.topics_declare:
         app.topics_first = _declarer(settings)
     set_fetch_max_wait(app, settings.fetch_max_wait_ms)
@@ -96,6 +98,8 @@ class App(faust.App):
 
     # Creates the consumed topics (TOPICS_DECLARE); None: faust's own declaration only.
     topics_first: Callable[[], Awaitable[None]] | None = None
+    # Waited for before anything of faust connects (``broker_wait``); None: not waited for.
+    broker_clients: KafkaClients | None = None
 
     async def on_first_start(self) -> None:
         instance = self.conf.consumer_group_instance_id
@@ -104,6 +108,8 @@ class App(faust.App):
             # static member to be the member's own; ``faust worker --web-port`` sets it
             # from the host and port, which a restart may change.
             self.conf.canonical_url = f"http://{instance}"  # type: ignore[assignment]
+        if self.broker_clients is not None:
+            await wait_for_broker(self.broker_clients)
         if self.topics_first is not None:
             await self.topics_first()
         await super().on_first_start()
