@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         update_rows,
         upsert,
     )
+    from app.db.tables import binary_id
     from app.errors import ConfigurationError, PermanentError, RetryableError
     from app.outbox import NewEvent, add_events, add_events_sync
     from app.registry import handler
@@ -58,6 +59,8 @@ _PUBLIC = {
     "rows_where_in": "app.db.dialect",
     "update_rows": "app.db.dialect",
     "upsert": "app.db.dialect",
+    # An id column of your own tables, compared byte for byte on every database.
+    "binary_id": "app.db.tables",
 }
 
 __all__ = [
@@ -73,6 +76,7 @@ __all__ = [
     "add_events",
     "add_events_sync",
     "add_to_counter",
+    "binary_id",
     "event_model",
     "execute_where_in",
     "handler",

@@ -4,8 +4,9 @@ Each node advertises its proxy's port, so every client connection and, in a
 cluster, every replica's fetch from its leader goes through a proxy: cutting or
 blackholing a proxy cuts a node off from clients and from its peers alike (the
 controllers' quorum talks on its own listener, so the cluster still sees the node
-alive). ``busiest_leader`` finds the node whose loss hurts most: the leader of the
-partition holding the most records.
+alive). Taking every proxy down (``take_down``) is, to every client, the broker
+stopped: connections reset, new ones refused. ``busiest_leader`` finds the node
+whose loss hurts most: the leader of the partition holding the most records.
 """
 
 from __future__ import annotations
@@ -97,6 +98,18 @@ class ChaosBrokers:
         """Close every connection to every node with a FIN."""
         for proxy in self.proxies:
             proxy.cut()
+
+    def take_down(self) -> None:
+        """Every node gone, as a stopped broker is: each connection reset, new ones refused
+        (until ``bring_back``)."""
+        for proxy in self.proxies:
+            proxy.refuse()
+            proxy.reset()
+
+    def bring_back(self) -> None:
+        """Accept connections to every node again (the nodes kept their data meanwhile)."""
+        for proxy in self.proxies:
+            proxy.heal()
 
     def proxy_of(self, node: KafkaNode) -> TcpProxy:
         """The proxy in front of ``node``."""

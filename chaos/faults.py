@@ -68,6 +68,7 @@ class Injector:
             FaultKind.BROKER_CUT: self._cut_broker,
             FaultKind.LEADER_KILL: self._kill_leader,
             FaultKind.BROKER_BLACKHOLE: self._blackhole_broker,
+            FaultKind.BROKER_DOWN: self._take_broker_down,
         }
 
     def now(self) -> float:
@@ -171,12 +172,16 @@ class Injector:
         node = self._rng.choice(brokers.cluster.nodes)
         proxy = brokers.proxy_of(node)
         held = proxy.open_connections
-        await _outage(
-            lambda: asyncio.to_thread(proxy.blackhole),
-            lambda: asyncio.to_thread(proxy.heal),
-            planned,
-        )
+        await _outage_in_threads(proxy.blackhole, proxy.heal, planned)
         return f"node {node.node_id}: {held} connections silent {planned.seconds:g} s, then healed"
+
+    async def _take_broker_down(self, planned: Planned) -> str:
+        # Longer than the relays' lease: a relay that cannot publish meanwhile must keep the
+        # rows it holds (or stop sending once it lost them), and the group rejoins after.
+        brokers = self.targets.brokers
+        held = brokers.open_connections
+        await _outage_in_threads(brokers.take_down, brokers.bring_back, planned)
+        return f"{held} connections reset, new ones refused {planned.seconds:g} s"
 
 
 async def _outage(
@@ -188,3 +193,10 @@ async def _outage(
         await asyncio.sleep(planned.seconds)
     finally:
         await up()
+
+
+async def _outage_in_threads(
+    down: Callable[[], object], up: Callable[[], object], planned: Planned
+) -> None:
+    """``_outage`` of two blocking calls (a proxy's), each run in a thread."""
+    await _outage(lambda: asyncio.to_thread(down), lambda: asyncio.to_thread(up), planned)

@@ -36,6 +36,16 @@ class Profile:
     leader_down_seconds: float = 10.0  # ... and restarted after this
     broker_blackholes: int = 0  # times one broker's connections are blackholed
     broker_blackhole_seconds: float = 30.0  # ... and healed after this
+    relay_lease_seconds: float = 60.0  # the workers' RELAY_LEASE_SECONDS (the default: 60)
+    broker_downs: int = 0  # times every broker is down (connections refused) ...
+    broker_down_seconds: float = 15.0  # ... this long: longer than the relay lease
+
+    def __post_init__(self) -> None:
+        if self.broker_downs and self.broker_down_seconds <= self.relay_lease_seconds:
+            raise ValueError(
+                f"a broker outage of {self.broker_down_seconds:g} s is not longer than the "
+                f"relay lease ({self.relay_lease_seconds:g} s)"
+            )
 
     @property
     def window(self) -> float:
@@ -53,7 +63,15 @@ class Profile:
         return self.replication_factor // 2 + 1
 
 
-FULL = Profile(name="full", shape=Shape(), rate=400.0)
+# The relays' lease is shortened so that an outage longer than it costs seconds, not minutes.
+FULL = Profile(
+    name="full",
+    shape=Shape(),
+    rate=400.0,
+    relay_lease_seconds=10.0,
+    broker_downs=1,
+    broker_down_seconds=15.0,
+)
 
 SHORT = Profile(
     name="short",
@@ -65,6 +83,9 @@ SHORT = Profile(
     redis_down_seconds=5.0,
     broker_cuts=1,
     drain_timeout=120.0,
+    relay_lease_seconds=10.0,
+    broker_downs=1,
+    broker_down_seconds=15.0,
 )
 
 CLUSTER = Profile(

@@ -47,7 +47,8 @@ def print_table(console: Console, outcome: Outcome) -> None:
         f"{len(workload.records):,} records over {profile.shape.aggregates:,} aggregates: "
         f"{workload.distinct_events:,} events, {workload.duplicates:,} duplicate sends, "
         f"{workload.swapped:,} before their predecessor, {len(workload.poison):,} poison "
-        f"({kinds}); {profile.rate:g}/s for {profile.window:.0f} s",
+        f"({kinds}), {workload.spaced:,} aggregates (and their events' ids) another's with a "
+        f"trailing space; {profile.rate:g}/s for {profile.window:.0f} s",
     )
     findings = outcome.findings
     if findings is not None:
@@ -221,6 +222,7 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
             "distinct": outcome.workload.distinct_events,
             "duplicate_sends": outcome.workload.duplicates,
             "swapped": outcome.workload.swapped,
+            "spaced_aggregates": outcome.workload.spaced,
             "poison": outcome.workload.poison_by_kind(),
             "producer_resends": outcome.resends,
         },

@@ -279,6 +279,8 @@ def _worker_env(profile: Profile, stage: _Stage) -> dict[str, str]:
         "RELAY_IDEMPOTENT": str(stage.brokers.broker.idempotent).lower(),
         # The retry tiers and the DLT are replicated as the order topic is.
         "TOPIC_REPLICATION_FACTOR": str(profile.replication_factor),
+        # Shorter than the broker's outage: the relays' leases expire while they wait on it.
+        "RELAY_LEASE_SECONDS": f"{profile.relay_lease_seconds:g}",
     }
 
 

@@ -8,9 +8,11 @@ one-off faults do not land on top of each other (kills may coincide with any):
     blackhole      25 %             Redis flush   35 %
     database crash 45 %             Redis kill    70 %
     leader kill    50 % ... 60 %    broker blackhole  72 % ... 76 %
+    broker down    78 % ... 80 %
 
 The two broker faults (profiles with several brokers) come after the database's
-blackhole and crash are over, so that each outage is met on its own.
+blackhole and crash are over, and the broker's outage (longer than the relays'
+lease) after Redis is back, so that each outage is met on its own.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class FaultKind(StrEnum):
     BROKER_CUT = "broker connections cut"
     LEADER_KILL = "partition leader SIGKILLed (restarted)"
     BROKER_BLACKHOLE = "one broker's connections blackholed, then healed"
+    BROKER_DOWN = "broker down, longer than the relay lease"
 
 
 LASTING = frozenset(
@@ -43,6 +46,7 @@ LASTING = frozenset(
         FaultKind.REDIS_KILL,
         FaultKind.LEADER_KILL,
         FaultKind.BROKER_BLACKHOLE,
+        FaultKind.BROKER_DOWN,
     }
 )
 """The faults that last a while (the others strike at once)."""
@@ -87,6 +91,10 @@ def plan(profile: Profile, relays: bool = False) -> list[Planned]:
     faults += [
         Planned(window * share, FaultKind.BROKER_BLACKHOLE, profile.broker_blackhole_seconds)
         for share in _spread(profile.broker_blackholes, 0.72, 0.76)
+    ]
+    faults += [
+        Planned(window * share, FaultKind.BROKER_DOWN, profile.broker_down_seconds)
+        for share in _spread(profile.broker_downs, 0.78, 0.80)
     ]
     return sorted(faults)
 

@@ -12,12 +12,12 @@ is created by the soak (``create_table``), not by the framework's migrations.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, MetaData, String, Table, func, select
+from sqlalchemy import BigInteger, Column, MetaData, Table, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import schemas.order  # noqa: F401  (the example's models: the events this consumer counts)
 from app import Event, HandlerContext, add_to_counter, handler
-from app.db.tables import EVENT_ID
+from app.db.tables import EVENT_ID, binary_id
 
 CONSUMER = "chaos-tally"
 
@@ -26,7 +26,8 @@ tally_metadata = MetaData()
 chaos_tally = Table(
     "chaos_tally",
     tally_metadata,
-    Column("event_id", String(EVENT_ID), primary_key=True),
+    # As the framework's own: on MariaDB, ``e1`` and ``e1 `` (or ``E1``) are two rows.
+    Column("event_id", binary_id(EVENT_ID), primary_key=True),
     Column("applied", BigInteger, nullable=False),
 )
 

@@ -10,7 +10,12 @@ stream is imperfect the way the issue asks:
 - ``poison_ratio`` of all records are poison: bytes that are not JSON, an envelope
   whose payload fails its schema (the version after its aggregate's last one, so
   that no good event waits behind it), an ``eventVersion`` no model reads (without
-  an ``aggregateVersion``). Each is sent once, and each is distinct.
+  an ``aggregateVersion``). Each is sent once, and each is distinct;
+- ``spaced_ratio`` of the aggregates are named as another one with a trailing space
+  (``"customer-00001 "`` beside ``"customer-00001"``), and each of their events'
+  ids is its twin's event id of the same version with a trailing space: distinct
+  aggregates and distinct events, which a PAD SPACE collation (MariaDB's and MySQL's
+  ``utf8mb4_bin``) would take for one.
 
 The bytes are what a producer in another language writes today: the aggregate id
 as the record key, the JSON text of a standard library (spaces after separators,
@@ -70,14 +75,22 @@ class Shape:
     duplicate_ratio: float = 0.10
     swap_ratio: float = 0.05
     poison_ratio: float = 0.005
+    spaced_ratio: float = 0.02  # aggregates that are another's id with a trailing space
     seed: int = 17
 
     def __post_init__(self) -> None:
         ratios = (self.duplicate_ratio, self.swap_ratio, self.poison_ratio)
         if any(not 0.0 <= ratio < 1.0 for ratio in ratios):
             raise ValueError(f"ratios must be in [0, 1), got {ratios}")
+        if not 0.0 <= self.spaced_ratio <= 0.5:
+            raise ValueError(f"spaced_ratio must be in [0, 0.5], got {self.spaced_ratio}")
         if self.aggregates < 1 or self.events < 2 * self.aggregates:
             raise ValueError("need at least one aggregate and two events per aggregate")
+
+    @property
+    def spaced(self) -> int:
+        """How many aggregates are another's id with a trailing space."""
+        return min(round(self.aggregates * self.spaced_ratio), self.aggregates // 2)
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,7 @@ class Workload:
     expected: Expected
     duplicates: int
     swapped: int
+    spaced: int = 0  # aggregates named as another with a trailing space (their events too)
 
     @property
     def distinct_events(self) -> int:
@@ -106,10 +120,13 @@ def generate(shape: Shape) -> Workload:
     poison_count = round(shape.events * shape.poison_ratio)
     distinct = round((shape.events - poison_count) / (1 + shape.duplicate_ratio))
     prices = {f"SKU-{n:03d}": rng.randint(199, 9_999) for n in range(1, SKUS + 1)}
+    names, twins = _names(shape.aggregates, shape.spaced)
     chains = [
-        _chain(rng, f"customer-{n:05d}", length, prices)
-        for n, length in enumerate(_split(distinct, shape.aggregates), start=1)
+        _chain(rng, name, length, prices)
+        for name, length in zip(names, _split(distinct, shape.aggregates), strict=True)
     ]
+    for twin, of in twins.items():
+        _space_event_ids(chains[twin], chains[of])
     stream = _interleave(rng, chains)
     swapped = _swap(rng, stream, round(distinct * shape.swap_ratio))
     sent = _duplicate(rng, stream, shape.events - poison_count - len(stream))
@@ -124,7 +141,31 @@ def generate(shape: Shape) -> Workload:
         expected=expected_state(sent),
         duplicates=len(sent) - len(stream),
         swapped=swapped,
+        spaced=len(twins),
     )
+
+
+def _names(aggregates: int, spaced: int) -> tuple[list[str], dict[int, int]]:
+    """The aggregates' ids, and which of them (by index) is which one's id with a trailing
+    space: ``spaced`` of them, spread evenly, each the twin of the one before it."""
+    names = [f"customer-{n:05d}" for n in range(1, aggregates + 1)]
+    twins: dict[int, int] = {}
+    if spaced:
+        step = aggregates // spaced
+        for index in range(1, aggregates, step):
+            if len(twins) == spaced:
+                break
+            names[index] = names[index - 1] + " "
+            twins[index] = index - 1
+    return names, twins
+
+
+def _space_event_ids(twin: list[dict[str, Any]], of: list[dict[str, Any]]) -> None:
+    """Each event of ``twin`` takes the id of ``of``'s event of the same version, plus a
+    trailing space (where ``of`` has that version); no random draw, so the rest of the
+    workload is what it would be without twins."""
+    for env, other in zip(twin, of, strict=False):
+        env["eventId"] = other["eventId"] + " "
 
 
 def _split(total: int, parts: int) -> list[int]:

@@ -10,7 +10,8 @@ Invariants:
   that sku; a cancelled order's reservation rows are deleted.
 - ``notification`` has at most one row per event (``event_id`` is unique).
 - Ids compare as bytes on every database, as in Python: ``ORDER-A`` and
-  ``order-a`` are two orders (MySQL/MariaDB: ``utf8mb4_bin``).
+  ``order-a`` are two orders, ``u1`` and ``u1 `` two users (MySQL/MariaDB: the
+  server's NO PAD binary collation, ``app.binary_id``).
 """
 
 from __future__ import annotations
@@ -25,19 +26,13 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
 )
-from sqlalchemy.dialects import mysql
-from sqlalchemy.types import TypeEngine
+
+from app import binary_id
 
 example_metadata = MetaData()
 
 ID = 128  # order and user ids: as long as an aggregate id (app.db.tables.AGG_ID)
 SKU = 64  # schemas.order.OrderItem.sku
-
-
-def binary_id(length: int) -> TypeEngine[str]:
-    """A string id compared as bytes; MySQL's and MariaDB's default collations ignore case."""
-    exact = mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin")
-    return String(length).with_variant(exact, "mysql", "mariadb")
 
 
 user_points = Table(

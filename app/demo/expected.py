@@ -11,6 +11,9 @@ mirrors the framework's guarantees under the ``from-one`` policy:
 - an event after a gap that never closes stays parked and takes no effect;
 - an event without ``aggregateVersion`` is not gated.
 
+Ids are compared as Python compares strings, byte for byte: ``customer-1`` and
+``customer-1 `` are two aggregates (and two users), ``e1`` and ``e1 `` two events.
+
 Only the three Order event types at ``eventVersion`` 1 are modelled; anything
 else is left out (it is poison, or a test's own edge case to account for).
 """

@@ -14,7 +14,8 @@ holding rows:
   the example's history takes the tables over (its version table at its
   head), the schema is what ``handlers.example_metadata`` declares, and ids
   differing only in case are two ids (MariaDB: ``utf8mb4_bin``), as on a
-  fresh database.
+  fresh database, and so are ids differing only by trailing spaces (MariaDB:
+  ``utf8mb4_nopad_bin``, the example's ``0003``).
 
 A database with a ``notification`` table of its own is not touched by the
 framework's migrations; with ``handlers`` among the modules the upgrade stops
@@ -135,7 +136,7 @@ async def test_an_old_database_is_left_alone_without_the_examples_and_taken_over
 
         await upgrade_to_head(url, ["handlers"])
 
-        assert await versions(engine) == {VERSION_TABLE: "0005", EXAMPLE_VERSION_TABLE: "0002"}
+        assert await versions(engine) == {VERSION_TABLE: "0005", EXAMPLE_VERSION_TABLE: "0003"}
         assert await rows(engine) == before
         async with engine.connect() as conn:
             tables, diffs = await conn.run_sync(schema)
@@ -147,7 +148,7 @@ async def test_an_old_database_is_left_alone_without_the_examples_and_taken_over
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-async def test_a_fresh_database_tells_ids_apart_by_case(
+async def test_a_fresh_database_tells_ids_apart_by_case_and_trailing_spaces(
     backend: str, make_database: Callable[[str], Awaitable[str]]
 ) -> None:
     url = await make_database(backend)
@@ -159,6 +160,16 @@ async def test_a_fresh_database_tells_ids_apart_by_case(
                 insert(points_award).values(order_id="order-a", user_id="u-1", points=1)
             )
         assert await award_in_other_case(engine) == ["ORDER-A", "order-a"]
+        async with engine.begin() as conn:
+            for user_id in ("u-1", "u-1 "):
+                await conn.execute(insert(user_points).values(user_id=user_id, balance=1))
+        async with engine.connect() as conn:
+            found = await conn.scalars(
+                select(user_points.c.user_id).where(user_points.c.user_id == "u-1")
+            )
+            assert found.all() == ["u-1"]
+            everyone = await conn.scalars(select(user_points.c.user_id))
+            assert sorted(everyone.all()) == ["u-1", "u-1 "]
     finally:
         await engine.dispose()
 

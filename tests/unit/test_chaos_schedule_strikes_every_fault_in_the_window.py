@@ -4,14 +4,17 @@ Contract of ``chaos.schedule.plan``: a worker SIGKILL every ``kill_every`` secon
 of the window; the workers' sessions terminated and the broker connections cut as
 often as the profile says; the database blackholed for ``blackhole_seconds``, the
 database crashed, Redis flushed and Redis killed once each; relays killed only when
-the source has them. Every fault starts inside the window, the one-off faults at
-distinct times, and the lasting ones end before the window does.
+the source has them; in the full and short profiles the broker down once, longer than
+the lease the workers' relays are given, after the other outages are over. Every
+fault starts inside the window, the one-off faults at distinct times, and the lasting
+ones end before the window does.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -37,6 +40,7 @@ def test_every_fault_in_the_window(profile: Profile) -> None:
         FaultKind.REDIS_KILL: 1,
         FaultKind.LEADER_KILL: profile.leader_kills,
         FaultKind.BROKER_BLACKHOLE: profile.broker_blackholes,
+        FaultKind.BROKER_DOWN: profile.broker_downs,
     }
     assert counts == {kind: n for kind, n in expected.items() if n}
     assert faults == sorted(faults)
@@ -74,6 +78,29 @@ def test_broker_outages_do_not_land_on_the_databases() -> None:
     for b in broker:
         for d in database:
             assert b.at + b.seconds <= d.at or d.at + d.seconds <= b.at, (b, d)
+
+
+@pytest.mark.parametrize("profile", [FULL, SHORT], ids=lambda p: p.name)
+def test_the_broker_is_down_longer_than_the_relay_lease_and_on_its_own(profile: Profile) -> None:
+    faults = plan(profile)
+    (down,) = [f for f in faults if f.kind is FaultKind.BROKER_DOWN]
+    assert down.seconds == profile.broker_down_seconds > profile.relay_lease_seconds
+    assert profile.relay_lease_seconds == 10.0 and down.seconds == 15.0
+    others = [f for f in faults if f.kind in LASTING and f is not down]
+    assert others
+    for other in others:
+        assert other.at + other.seconds <= down.at, (other, down)
+
+
+def test_the_cluster_profile_keeps_the_default_lease_and_no_broker_down() -> None:
+    assert CLUSTER.relay_lease_seconds == 60.0
+    assert FaultKind.BROKER_DOWN not in {f.kind for f in plan(CLUSTER)}
+
+
+def test_an_outage_no_longer_than_the_lease_is_refused() -> None:
+    with pytest.raises(ValueError, match="not longer than the relay lease"):
+        replace(SHORT, relay_lease_seconds=15.0)
+    assert replace(SHORT, relay_lease_seconds=15.0, broker_downs=0).broker_downs == 0
 
 
 def test_the_full_profile_is_the_issues_soak() -> None:

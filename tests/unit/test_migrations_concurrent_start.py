@@ -50,7 +50,7 @@ async def test_processes_starting_at_once_all_migrate_successfully(tmp_path: Pat
     version, tables = await version_and_tables(url)
     assert version == "0005"
     assert {"consumed_event", "user_points", "notification"} <= tables
-    assert (await version_and_tables(url, EXAMPLE_VERSION_TABLE))[0] == "0002"
+    assert (await version_and_tables(url, EXAMPLE_VERSION_TABLE))[0] == "0003"
 
 
 async def test_upgrades_awaited_together_in_one_loop_all_succeed(tmp_path: Path) -> None:

@@ -82,7 +82,10 @@ async def test_with_the_examples_the_schema_matches_both_table_definitions(
 def test_each_history_is_found_in_its_package_and_forms_one_line() -> None:
     assert histories(["handlers"]) == [FRAMEWORK, EXAMPLE]
     assert histories(["handlers", "handlers.points", "schemas"]) == [FRAMEWORK, EXAMPLE]
-    lines = ((FRAMEWORK, ["0005", "0004", "0003", "0002", "0001"]), (EXAMPLE, ["0002", "0001"]))
+    lines = (
+        (FRAMEWORK, ["0005", "0004", "0003", "0002", "0001"]),
+        (EXAMPLE, ["0003", "0002", "0001"]),
+    )
     for history, line in lines:
         scripts = ScriptDirectory.from_config(alembic_config(history))
         assert scripts.get_heads() == [line[0]]
