@@ -7,6 +7,7 @@ up only when a broker starts.
 
 from __future__ import annotations
 
+import random
 import socket
 import subprocess
 import time
@@ -27,10 +28,34 @@ def broker_binary() -> str:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now, below the kernel's range of
+    ephemeral ports: a server (a JVM) takes a second or more to bind the port it was given,
+    and a port of that range may meanwhile become the source port of any connection made
+    on the machine (``Address already in use``)."""
+    low = _ephemeral_low()
+    for _ in range(100):
+        port = random.randrange(PRIVATE_PORTS_FROM, low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+PRIVATE_PORTS_FROM = 20_000
+
+
+def _ephemeral_low() -> int:
+    """The first port the kernel hands out as a source port (32768 on Linux by default)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32_768
+    return max(low, PRIVATE_PORTS_FROM + 1_000)
 
 
 @dataclass
