@@ -217,6 +217,12 @@ OUTBOX_ROWS = Gauge(
     ["status"],
     registry=REGISTRY,
 )
+UNPUBLISHED_FAILURE_RECORDS = Gauge(
+    "effectively_once_unpublished_failure_records",
+    "Retry and dead-letter records the relay gave up on (the worker's own DEAD outbox rows): "
+    "failed events in no topic, their aggregates blocked for their consumer (python -m dlq list).",
+    registry=REGISTRY,
+)
 OUTBOX_OLDEST_PENDING_AGE = Gauge(
     "effectively_once_outbox_oldest_pending_age_seconds",
     "Age of the oldest outbox row not yet published (PENDING or PROCESSING); 0 when none.",
@@ -327,11 +333,14 @@ def cleaned(table: str, count: int) -> None:
 OUTBOX_STATUSES = ("PENDING", "PROCESSING", "DEAD")
 
 
-def set_outbox(by_status: Mapping[str, int], oldest_pending_age: float = 0.0) -> None:
+def set_outbox(
+    by_status: Mapping[str, int], oldest_pending_age: float = 0.0, unpublished_failures: int = 0
+) -> None:
     """Publish a fresh sample of the outbox gauges."""
     for status in OUTBOX_STATUSES:
         OUTBOX_ROWS.labels(status).set(by_status.get(status, 0))
     OUTBOX_OLDEST_PENDING_AGE.set(oldest_pending_age)
+    UNPUBLISHED_FAILURE_RECORDS.set(unpublished_failures)
 
 
 def initialise(consumers: Iterable[str]) -> None:

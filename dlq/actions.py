@@ -124,6 +124,11 @@ class Decisions(Protocol):
         """Put ``seen`` back."""
         ...
 
+    async def forget(self, outbox_id: int) -> None:
+        """Delete the ``DEAD`` outbox row of an unpublished record (the replay or skip just
+        published took its place)."""
+        ...
+
 
 @dataclass
 class Summary:
@@ -173,15 +178,16 @@ class Executor:
         dead, status = entry.dead, self.action.status
         # No row: published all the same, the DLT is the truth. A settled row (forced) keeps
         # its status and decision: its consumer took the event, the replay is a duplicate.
-        unchanged = entry.status == FailureStatus.UNKNOWN or entry.status in SETTLED
+        seen = entry.state.status
+        unchanged = seen == FailureStatus.UNKNOWN or seen in SETTLED
         key = None if unchanged else dead.failure_key
         if key in self._decided:
             key = None  # a skip of poison for several consumers decides its one row once
         if key is not None and not await self.decisions.decide(
             key, entry.state, status, self.by, self.note
         ):
-            raise _NotDone(f"its status changed from {entry.status} meanwhile; list it again")
-        out = replay_record(dead.record, skip=self.action is Action.SKIP, consumer=entry.target)
+            raise _NotDone(f"its status changed from {seen} meanwhile; list it again")
+        out = replay_record(dead.record, skip=self.action is Action.SKIP, consumer=entry.consumer)
         try:
             sent = await self.sender.send(out, dead.original_partition)
         except Exception as exc:  # this record failed; the run goes on with the next
@@ -190,6 +196,8 @@ class Executor:
             raise _NotDone(f"publishing to {out.topic} failed: {exc!r}") from exc
         if key is not None:
             self._decided.add(key)
+        if dead.unpublished is not None:
+            await self.decisions.forget(dead.unpublished.outbox_id)
         return sent
 
 

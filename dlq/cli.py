@@ -71,7 +71,8 @@ def _moment(value: str | None) -> str | None:
 Positions = Annotated[
     list[str] | None,
     typer.Argument(
-        help="DLT records as <partition>:<offset> (the DLT column of list).",
+        help="DLT records as <partition>:<offset>, or outbox:<id> for one that never reached "
+        "its topic (the DLT column of list).",
         callback=_positions,
         show_default=False,
     ),
@@ -146,12 +147,15 @@ def list_(
         typer.echo(render.rows_json(entries))
     else:
         out.print(render.table(entries, title=f"{target.dlt}: {len(entries)} record(s)"))
+        for note in render.notes(entries):
+            out.print(note)
 
 
 @cli.command()
 def show(
     position: Annotated[
-        str | None, typer.Argument(help="<partition>:<offset> in the DLT.", show_default=False)
+        str | None,
+        typer.Argument(help="<partition>:<offset> in the DLT, or outbox:<id>.", show_default=False),
     ] = None,
     event_id: EventId = None,
     consumer: Consumer = None,

@@ -1,7 +1,9 @@
 """What ``list``, ``show``, ``replay`` and ``skip`` do, once their arguments are parsed.
 
-Each reads the dead-letter topic first (nothing to do means no database
-needed), then joins the ``failed_event`` rows of the records it selected.
+Each reads the dead-letter topic first (an unreachable broker is said before
+anything else), then the database: the records the relay gave up on, which no
+topic holds (``dlq.unpublished``), and the ``failed_event`` rows of the records
+it selected.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from dataclasses import dataclass
 from rich.console import Console
 
 from app.kafka_clients import KafkaClients
+from app.records import RawRecord
 from dlq import render
 from dlq.actions import Action, Executor, Plan, Report, Summary, plan
 from dlq.broker import read_at, read_topic, replayer
-from dlq.dead import DeadLetter
+from dlq.dead import UNPUBLISHED_PARTITION, DeadLetter
 from dlq.errors import CommandError, NothingMatched
 from dlq.selection import Entry, Selection, finish, prefilter, split_copies
 from dlq.status import FailureStore, failure_store
@@ -49,28 +52,34 @@ class Decision:
 
 async def list_entries(target: Target, selection: Selection) -> list[Entry]:
     """The selected records with their status (``list``)."""
-    dead = await _read(target, selection)
+    on_topic = await _read_topic(target)
     async with failure_store(target.database_url) as store:
+        dead = await _read(store, on_topic, selection, target)
         return await _join(store, dead, selection, target)
 
 
 async def one_entry(
     target: Target, position: tuple[int, int] | None, event_id: str | None, consumer: str | None
 ) -> Entry:
-    """The one record ``show`` names, by DLT position or by event id (and consumer): of
-    several DLT copies of one failure, the newest."""
-    if position is not None:
+    """The one record ``show`` names, by DLT position (or ``outbox:<id>``) or by event id
+    (and consumer): of several copies of one failure, the newest."""
+    on_topic: tuple[list[RawRecord], NothingMatched | None] = ([], None)
+    dead: list[DeadLetter] | None = None
+    if position is None:
+        selection = Selection(event_id=event_id, consumer=consumer)
+        on_topic = await _read_topic(target)
+    elif position[0] == UNPUBLISHED_PARTITION:
+        selection = Selection(positions=frozenset([position]))
+    else:
         partition, offset = position
         async with _reading(target):
             record = await read_at(target.clients, target.dlt, partition, offset)
         if record is None:
             raise NothingMatched(f"no record at {partition}:{offset} in {target.dlt}")
-        dead = [DeadLetter.of(record)]
-        selection = Selection()
-    else:
-        selection = Selection(event_id=event_id, consumer=consumer)
-        dead = await _read(target, selection)
+        selection, dead = Selection(), [DeadLetter.of(record)]
     async with failure_store(target.database_url) as store:
+        if dead is None:
+            dead = await _read(store, on_topic, selection, target)
         newest, _ = split_copies(await _join(store, dead, selection, target))
     if len(newest) > 1:
         where = ", ".join(entry.dead.position for entry in newest)
@@ -87,8 +96,9 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
             f"--execute without a selection would {decision.action} all of {target.dlt}: "
             "name records or filters, or add --all"
         )
-    dead = await _read(target, selection)
+    on_topic = await _read_topic(target)
     async with failure_store(target.database_url) as store:
+        dead = await _read(store, on_topic, selection, target)
         todo = plan(
             await _join(store, dead, selection, target),
             decision.action,
@@ -118,12 +128,31 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
     return 2 if summary.errors or refused_only else 0
 
 
-async def _read(target: Target, selection: Selection) -> list[DeadLetter]:
-    async with _reading(target):
-        records = await read_topic(target.clients, target.dlt)
-    dead = prefilter(map(DeadLetter.of, records), selection)
+async def _read_topic(target: Target) -> tuple[list[RawRecord], NothingMatched | None]:
+    """The DLT's records; none, and why, when it does not exist (yet the database may hold
+    records that never reached it)."""
+    try:
+        async with _reading(target):
+            return await read_topic(target.clients, target.dlt), None
+    except NothingMatched as missing:
+        return [], missing
+
+
+async def _read(
+    store: FailureStore,
+    on_topic: tuple[list[RawRecord], NothingMatched | None],
+    selection: Selection,
+    target: Target,
+) -> list[DeadLetter]:
+    """The records of the DLT and those that never reached it, through ``selection``'s
+    header filters."""
+    records, missing = on_topic
+    found = [*map(DeadLetter.of, records), *await store.unpublished(target.dlt)]
+    dead = prefilter(found, selection)
     if not dead:
-        raise NothingMatched(_nothing(target, selection, len(records)))
+        if missing is not None and not found:
+            raise missing
+        raise NothingMatched(_nothing(target, selection, len(found)))
     return dead
 
 

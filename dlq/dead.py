@@ -19,7 +19,8 @@ offset."""
 
 
 class FailureStatus(StrEnum):
-    """``failed_event.status``, plus ``unknown`` for a DLT record the database has no row for."""
+    """``failed_event.status``, plus ``unknown`` for a DLT record the database has no row for
+    and ``unpublished`` for a failure whose retry or DLT record the relay gave up on."""
 
     RETRYING = "retrying"
     DEAD = "dead"
@@ -28,6 +29,7 @@ class FailureStatus(StrEnum):
     RESOLVED = "resolved"
     SKIPPED = "skipped"
     UNKNOWN = "unknown"
+    UNPUBLISHED = "unpublished"
 
 
 SETTLED = frozenset({FailureStatus.RESOLVED, FailureStatus.SKIPPED})
@@ -44,6 +46,25 @@ class FailureState:
 
 
 NO_ROW = FailureState(FailureStatus.UNKNOWN)
+
+AWAITING = frozenset({FailureStatus.DEAD, FailureStatus.RETRYING, FailureStatus.UNKNOWN})
+"""The statuses under which an unpublished record shows as ``unpublished``: nobody decided
+on its failure yet."""
+
+UNPUBLISHED_PARTITION = -1
+"""The partition of an unpublished record: it is on none; its offset is its outbox row's id."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unpublished:
+    """Where a record that never reached its topic waits: its ``DEAD`` outbox row."""
+
+    outbox_id: int
+    topic: str
+    kind: str
+    attempts: int
+    last_error: str
+    since: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +88,7 @@ class DeadLetter:
     aggregate_id: str | None
     aggregate_version: int | None
     replay_count: int
+    unpublished: Unpublished | None = None
 
     @classmethod
     def of(cls, record: RawRecord) -> DeadLetter:
@@ -98,7 +120,10 @@ class DeadLetter:
 
     @property
     def position(self) -> str:
-        """``partition:offset`` in the DLT: how ``show`` and ``replay`` name a record."""
+        """``partition:offset`` in the DLT: how ``show`` and ``replay`` name a record;
+        ``outbox:<id>`` for one that never reached it."""
+        if self.unpublished is not None:
+            return f"outbox:{self.unpublished.outbox_id}"
         return f"{self.record.partition}:{self.record.offset}"
 
     @property
@@ -115,7 +140,9 @@ class DeadLetter:
     def failure_key(self) -> FailureKey | None:
         """The ``failed_event`` row this record belongs to (None: provenance headers missing)."""
         topic, partition, offset = (
-            self.original_topic, self.original_partition, self.original_offset
+            self.original_topic,
+            self.original_partition,
+            self.original_offset,
         )
         if not topic or partition is None or offset is None:
             return None

@@ -13,9 +13,10 @@ from rich.json import JSON
 from rich.table import Table
 from rich.text import Text
 
-from dlq.dead import DeadLetter, FailureStatus
+from dlq.dead import DeadLetter, FailureStatus, Unpublished
 from dlq.selection import Entry, split_copies
 from dlq.trip import iso
+from dlq.unpublished import advice
 
 _STATUS_STYLE: dict[str, str] = {
     FailureStatus.DEAD: "bold red",
@@ -25,6 +26,7 @@ _STATUS_STYLE: dict[str, str] = {
     FailureStatus.RESOLVED: "green",
     FailureStatus.SKIPPED: "green",
     FailureStatus.UNKNOWN: "dim",
+    FailureStatus.UNPUBLISHED: "bold red",
 }
 
 
@@ -42,7 +44,8 @@ def aggregate(dead: DeadLetter) -> str:
 
 
 def table(entries: Sequence[Entry], title: str | None = None) -> Table:
-    """One row per record, named by its DLT ``partition:offset`` (what ``show`` takes)."""
+    """One row per record, named by its DLT ``partition:offset`` (what ``show`` takes), or
+    ``outbox:<id>`` for one that never reached its topic (``notes`` says why)."""
     grid = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
     for name in ("DLT", "event id", "type", "aggregate", "consumer", "reason"):
         # The long ids fold when the terminal is narrow; the short columns stay whole.
@@ -70,6 +73,27 @@ def table(entries: Sequence[Entry], title: str | None = None) -> Table:
     return grid
 
 
+def notes(entries: Sequence[Entry]) -> list[Text]:
+    """A line for each record that never reached its topic: why, and what to do."""
+    return [
+        Text(
+            f"{entry.dead.position} ({entry.dead.event_id or 'poison'} for "
+            f"{entry.dead.consumer or 'every consumer'}) {unpublished_line(where)}"
+        )
+        for entry in entries
+        if (where := entry.dead.unpublished) is not None
+    ]
+
+
+def unpublished_line(where: Unpublished) -> str:
+    """``never reached <topic> (the relay gave up after N attempts: <last error>); <what
+    to do>``."""
+    return (
+        f"never reached {where.topic} (the relay gave up after {where.attempts} attempts: "
+        f"{where.last_error}); {advice(where)}"
+    )
+
+
 def row(entry: Entry, older_copy: bool = False) -> dict[str, Any]:
     """A record as a flat JSON object (``list --json``): every dead-letter header, parsed.
 
@@ -78,11 +102,13 @@ def row(entry: Entry, older_copy: bool = False) -> dict[str, Any]:
     """
     dead = entry.dead
     first, last = dead.first_failure_at, dead.last_failure_at
+    where = dead.unpublished
+    on_topic = where is None
     return {
         "position": dead.position,
         "dlt_topic": dead.record.topic,
-        "dlt_partition": dead.record.partition,
-        "dlt_offset": dead.record.offset,
+        "dlt_partition": dead.record.partition if on_topic else None,
+        "dlt_offset": dead.record.offset if on_topic else None,
         "original_topic": dead.original_topic or None,
         "original_partition": dead.original_partition,
         "original_offset": dead.original_offset,
@@ -103,6 +129,19 @@ def row(entry: Entry, older_copy: bool = False) -> dict[str, Any]:
         "decided_by": entry.state.decided_by,
         "decision_note": entry.state.decision_note,
         "older_copy": older_copy,
+        "unpublished": None if where is None else _unpublished(where),
+    }
+
+
+def _unpublished(where: Unpublished) -> dict[str, Any]:
+    return {
+        "outbox_id": where.outbox_id,
+        "topic": where.topic,
+        "kind": where.kind,
+        "attempts": where.attempts,
+        "last_error": where.last_error,
+        "since": iso(where.since) if where.since else None,
+        "advice": advice(where),
     }
 
 
@@ -127,12 +166,14 @@ def show(entry: Entry) -> RenderableType:
         headers.add_row(name, readable(value))
     status = entry.status
     decision = [part for part in (entry.state.decided_by, entry.state.decision_note) if part]
+    where = entry.dead.unpublished
     return Group(
         Text(f"{record.topic} {entry.dead.position}  key {readable(record.key)}", style="bold"),
         Text.assemble(
             "status ",
             (status, _STATUS_STYLE.get(status, "")),
             f"  ({', '.join(decision)})" if decision else "",
+            f"  {unpublished_line(where)}" if where is not None else "",
         ),
         Text("headers", style="bold underline"),
         headers,

@@ -13,7 +13,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from dlq.dead import NO_ROW, DeadLetter, FailureKey, FailureState
+from dlq.dead import (
+    AWAITING,
+    NO_ROW,
+    UNPUBLISHED_PARTITION,
+    DeadLetter,
+    FailureKey,
+    FailureState,
+    FailureStatus,
+)
 
 _AGO = re.compile(r"^(\d+)([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
@@ -37,8 +45,14 @@ class Selection:
     def narrows(self) -> bool:
         """True when some filter is set (``--execute`` on the whole DLT needs ``--all``)."""
         return bool(
-            self.positions or self.event_id or self.consumer or self.reason
-            or self.since or self.until or self.statuses or self.limit
+            self.positions
+            or self.event_id
+            or self.consumer
+            or self.reason
+            or self.since
+            or self.until
+            or self.statuses
+            or self.limit
         )
 
     def describe(self) -> str:
@@ -87,7 +101,10 @@ class Entry:
 
     @property
     def status(self) -> str:
-        """``failed_event.status``, or ``unknown`` when the database has no row."""
+        """``failed_event.status``, or ``unknown`` when the database has no row; ``unpublished``
+        for a record no topic took, until someone decides on it."""
+        if self.dead.unpublished is not None and self.state.status in AWAITING:
+            return FailureStatus.UNPUBLISHED
         return self.state.status
 
     @property
@@ -148,10 +165,15 @@ def _age(dead: DeadLetter) -> tuple[datetime, int, int]:
 
 
 def parse_position(text: str) -> tuple[int, int]:
-    """``"3:17"`` → ``(3, 17)``: a record's DLT partition and offset."""
+    """``"3:17"`` → ``(3, 17)``: a record's DLT partition and offset; ``"outbox:12"`` →
+    ``(UNPUBLISHED_PARTITION, 12)``: a record the relay gave up on, by its outbox row."""
     partition, sep, offset = text.partition(":")
+    if sep and partition == "outbox" and offset.isdigit():
+        return UNPUBLISHED_PARTITION, int(offset)
     if not sep or not partition.isdigit() or not offset.isdigit():
-        raise ValueError(f"expected <dlt-partition>:<dlt-offset> such as 0:42, got {text!r}")
+        raise ValueError(
+            f"expected <dlt-partition>:<dlt-offset> such as 0:42 (or outbox:<id>), got {text!r}"
+        )
     return int(partition), int(offset)
 
 

@@ -1,4 +1,5 @@
-"""The DLQ command's side of ``failed_event``: read statuses, record an operator's decision.
+"""The DLQ command's side of ``failed_event``: read statuses, record an operator's decision
+(and read the records the relay gave up on: ``dlq.unpublished``).
 
 A decision is a compare-and-set on the status the command showed: if a
 worker (or another operator) changed the row since, the decision is not
@@ -24,7 +25,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.db.engine import create_engine
 from app.db.tables import failed_event
 from app.db.urls import shown as shown_url
-from dlq.dead import FailureKey, FailureState
+from dlq import unpublished
+from dlq.dead import DeadLetter, FailureKey, FailureState
 from dlq.errors import DatabaseUnreachable
 
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -55,6 +57,16 @@ class FailureStore:
                 for group, topic, partition, offset, status, by, note in await conn.execute(query):
                     found[(group, topic, partition, offset)] = FailureState(status, by, note)
         return found
+
+    async def unpublished(self, dlt: str) -> list[DeadLetter]:
+        """The failures of ``dlt`` and its retry tiers whose record the relay gave up on."""
+        async with self._connected() as conn:
+            return await unpublished.unpublished(conn, dlt)
+
+    async def forget(self, outbox_id: int) -> None:
+        """Delete the ``DEAD`` outbox row a replay or skip took the place of."""
+        async with self._connected(begin=True) as conn:
+            await unpublished.forget(conn, outbox_id)
 
     async def decide(
         self, key: FailureKey, seen: FailureState, status: str, by: str, note: str | None

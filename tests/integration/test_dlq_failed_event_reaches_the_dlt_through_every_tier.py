@@ -142,6 +142,7 @@ async def test_main_then_each_tier_then_the_dlt_with_exact_headers(
         "decided_by": None,
         "decision_note": None,
         "older_copy": False,
+        "unpublished": None,
     }
     table = await dlq("list", "--consumer", PROBE)
     assert table.code == 0 and death.position in table.out and death.event_id in table.out

@@ -33,6 +33,7 @@ def test_the_alerts_cover_the_operational_failures() -> None:
         "EffectivelyOnceInfrastructurePause": "effectively_once_paused",
         "EffectivelyOnceOutboxPendingTooOld": "effectively_once_outbox_oldest_pending_age_seconds",
         "EffectivelyOnceOutboxRowsDead": "effectively_once_outbox_dead_total",
+        "EffectivelyOnceFailureRecordsUnpublished": "effectively_once_unpublished_failure_records",
         "EffectivelyOnceRelayDown": "effectively_once_relay_last_poll_timestamp_seconds",
     }
     for alert, metric in wanted.items():
