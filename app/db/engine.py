@@ -14,6 +14,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from app.db.liveness import SessionWatch
+from app.db.sockets import keep_alive, socket_of
 from app.db.timeouts import (
     DEFAULT_TIMEOUTS,
     DbTimeouts,
@@ -48,7 +50,8 @@ def create_engine(
     PostgreSQL and MySQL run at READ COMMITTED so that a statement issued after
     a row lock was granted sees what the lock holder before us committed.
     Every connection is bounded by ``timeouts`` (see ``timeouts``): a connection
-    that stops answering is dropped, not waited on.
+    that stops answering is dropped, not waited on; its socket has TCP keepalive, and one
+    whose session the server freed is dropped as soon as a probe finds out (``liveness``).
     PostgreSQL plans every statement for its parameters (see ``_postgresql_session``).
     SQLite runs in WAL mode with a busy timeout so that several worker
     processes can share one file.
@@ -68,6 +71,9 @@ def create_engine(
     engine = create_async_engine(url, **options)
     if backend != "sqlite":
         event.listen(engine.sync_engine, "handle_error", _silent_retires_the_pool)
+        event.listen(engine.sync_engine, "connect", _keep_alive)
+    if backend != "sqlite" and timeouts.probe_after:
+        SessionWatch(url, backend, timeouts).listen(engine)
     if backend == "postgresql":
         event.listen(engine.sync_engine, "connect", _postgresql_session(timeouts))
     if backend == "mysql":
@@ -88,6 +94,12 @@ def _silent_retires_the_pool(context: ExceptionContext) -> None:
     if isinstance(context.original_exception, TimeoutError):
         context.is_disconnect = True
         context.invalidate_pool_on_disconnect = True
+
+
+def _keep_alive(dbapi_connection: Any, _record: Any) -> None:
+    sock = socket_of(dbapi_connection.driver_connection)
+    if sock is not None:
+        keep_alive(sock)
 
 
 def _postgresql_session(timeouts: DbTimeouts) -> Any:
