@@ -83,6 +83,7 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     db_connect_timeout_seconds: float = Field(default=10.0, gt=0)
     db_statement_timeout_seconds: float = Field(default=30.0, ge=0)
     db_response_timeout_seconds: float = Field(default=35.0, gt=0)
+    db_session_probe_seconds: float = Field(default=5.0, ge=0)
     ready_stall_seconds: float = Field(default=60.0, gt=0)
     log_format: Literal["text", "json"] = "text"
     failure_detail: FailureDetail = FailureDetail.MESSAGE
@@ -160,6 +161,7 @@ class Settings(BaseSettings, BrokerSecuritySettings):
             connect=self.db_connect_timeout_seconds,
             statement=self.db_statement_timeout_seconds,
             response=self.db_response_timeout_seconds,
+            probe_after=self.db_session_probe_seconds,
         )
 
     @field_validator("order_topic")

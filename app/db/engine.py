@@ -15,6 +15,8 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from app.db import connect_options, pgbouncer
+from app.db.liveness import SessionWatch
+from app.db.sockets import keep_alive, socket_of
 from app.db.timeouts import (
     DEFAULT_TIMEOUTS,
     DbTimeouts,
@@ -49,8 +51,10 @@ def create_engine(
     PostgreSQL and MySQL run at READ COMMITTED so that a statement issued after
     a row lock was granted sees what the lock holder before us committed.
     Every connection is bounded by ``timeouts`` (see ``timeouts``): a connection
-    that stops answering is dropped, not waited on. No SQL error shows the bound
-    parameters (``hide_parameters``): the handlers' statements run here too.
+    that stops answering is dropped, not waited on; its socket has TCP keepalive, and one
+    whose session the server freed is dropped as soon as a probe finds out (``liveness``;
+    not behind PgBouncer, where the session is the pooler's). No SQL error shows the
+    bound parameters (``hide_parameters``): the handlers' statements run here too.
     PostgreSQL plans every statement for its parameters (see ``_postgresql_session``).
     The URL's TLS parameters and ``pgbouncer=true`` are the framework's to read
     (``connect_options``): they become the driver's connect arguments.
@@ -76,6 +80,9 @@ def create_engine(
     engine = create_async_engine(asked.url, **options)
     if backend != "sqlite":
         event.listen(engine.sync_engine, "handle_error", _silent_retires_the_pool)
+        event.listen(engine.sync_engine, "connect", _keep_alive)
+    if backend != "sqlite" and timeouts.probe_after and not asked.pgbouncer:
+        SessionWatch(asked.url, backend, timeouts, asked.connect_args()).listen(engine)
     if backend == "postgresql" and asked.pgbouncer:
         pgbouncer.per_transaction(engine, timeouts)  # no session state: see ``pgbouncer``
     elif backend == "postgresql":
@@ -98,6 +105,12 @@ def _silent_retires_the_pool(context: ExceptionContext) -> None:
     if isinstance(context.original_exception, TimeoutError):
         context.is_disconnect = True
         context.invalidate_pool_on_disconnect = True
+
+
+def _keep_alive(dbapi_connection: Any, _record: Any) -> None:
+    sock = socket_of(dbapi_connection.driver_connection)
+    if sock is not None:
+        keep_alive(sock)
 
 
 def _postgresql_session(timeouts: DbTimeouts) -> Any:

@@ -20,9 +20,14 @@ is made:
   connection (it is closed, never returned to the pool), and the pipeline
   pauses and retries in place on a new one.
 
+Two detectors end the wait sooner when the peer is gone: TCP keepalive with
+``TCP_USER_TIMEOUT`` on every connection's socket (``sockets``; a real network), and,
+for a statement unanswered ``probe_after`` seconds (0: never), a look at its session
+on a second connection (``liveness``): a session the server freed drops the
+connection at once, a busy one is left to the deadlines above.
+
 SQLite has no network: its busy timeout (``engine.SQLITE_BUSY_TIMEOUT_MS``) is
-its bound. TCP keepalive is on where the driver allows it (aiomysql sets
-``SO_KEEPALIVE``; asyncpg has no option for it), with the system's timings.
+its bound.
 """
 
 from __future__ import annotations
@@ -33,11 +38,13 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class DbTimeouts:
-    """The bounds of a connection, in seconds (``statement`` 0: no server-side timeout)."""
+    """The bounds of a connection, in seconds (``statement`` 0: no server-side timeout;
+    ``probe_after`` 0: no session probe)."""
 
     connect: float = 10.0
     statement: float = 30.0
     response: float = 35.0
+    probe_after: float = 5.0
 
 
 DEFAULT_TIMEOUTS = DbTimeouts()

@@ -62,3 +62,12 @@ class Order:
 def messages(*envelopes: dict[str, Any]) -> list[Message]:
     """The records for ``envelopes``, in the order given."""
     return [encode(env) for env in envelopes]
+
+
+def created_and_paid(count: int, users: int = 7) -> list[Message]:
+    """``count`` orders, each created then paid, spread over ``users`` users."""
+    records = []
+    for n in range(count):
+        order = Order(user_id=f"u-{n % users}", amount_cents=1_000 + n)
+        records += messages(order.created(), order.paid())
+    return records
