@@ -24,6 +24,7 @@ from app.monitoring.readiness import Check
 from app.outbox.topics import TopicMaker
 from app.registry import Registry
 from app.runtime import due
+from app.runtime.assignor import PartitionAssignor
 from app.runtime.batches import BatchGivenUp, run_batches
 from app.runtime.broker_wait import wait_for_broker
 from app.runtime.garbage import tune_garbage_collector
@@ -63,6 +64,7 @@ def create_app(
         # same id takes its partitions back without a rebalance of the group.
         consumer_group_instance_id=settings.group_instance_id,
         store="memory://",
+        PartitionAssignor=PartitionAssignor,
         datadir=str(datadir / settings.app_id),
         web_enabled=True,
         **worker_logging_options(settings),
