@@ -17,7 +17,10 @@ reads again:
 Here a gap ends before the record that was read, the offset before the committed one
 counts as the last read after a seek (so a record missing at the committed offset is
 a gap), and nothing is committed while the record at the committed offset is neither
-acknowledged nor a gap.
+acknowledged nor a gap. A partition with no committed offset yet (the group's first
+minutes) is read from its earliest offset, and that offset stands in for the committed
+one (``with_floor``): faust checks nothing there, so any run of acknowledged offsets
+was committed, whatever came before it.
 """
 
 from __future__ import annotations
@@ -28,15 +31,21 @@ from typing import Any
 from faust.utils.functional import consecutive_numbers
 
 
+def with_floor(
+    committed: Mapping[Any, int | None], earliest: Mapping[Any, int]
+) -> dict[Any, int | None]:
+    """``committed`` (the next offsets to read, as the broker keeps them) with each partition
+    that has none (None, or 0, which faust takes for none) at its ``earliest`` offset, the
+    first one its consumer reads; None where that is not known either."""
+    return {tp: offset if offset else earliest.get(tp) for tp, offset in committed.items()}
+
+
 def read_before(committed: Mapping[Any, int | None]) -> dict[Any, int | None]:
     """The last offset read, per partition, once the consumer sought to ``committed`` (the
-    next offsets to read): the one before it. faust takes the committed offset itself as
-    read, so a record the broker never returns there (a transaction marker) would be
-    neither read nor skipped, and no commit could pass it."""
-    return {
-        tp: offset - 1 if offset is not None and offset > 0 else None
-        for tp, offset in committed.items()
-    }
+    next offsets to read): the one before it (-1 before offset 0). faust takes the
+    committed offset itself as read, so a record the broker never returns there (a
+    transaction marker) would be neither read nor skipped, and no commit could pass it."""
+    return {tp: offset - 1 if offset is not None else None for tp, offset in committed.items()}
 
 
 def gap_to_add(read: int | None, offset: int) -> tuple[int, int] | None:

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import faust
@@ -33,11 +34,12 @@ from faust.transport.consumer import ensure_TP
 from faust.transport.drivers import aiokafka as driver
 
 from app.runtime.drain import drain_messages
-from app.runtime.offsets import add_gap, new_offset, read_before
+from app.runtime.offsets import add_gap, new_offset, read_before, with_floor
 
 TOPIC_DECLARE_SECONDS = 60.0
 TOPIC_RETRY_SECONDS = 1.0
 METADATA_SECONDS = 10.0
+EARLIEST_SECONDS = 10.0  # a partition's earliest offset, asked at a seek
 log = logging.getLogger("effectively_once.worker")
 
 
@@ -90,11 +92,24 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
 
         async def perform_seek(self) -> None:
             committed = await self.seek_to_committed()
-            self._read_offset.update(read_before(committed))
+            fresh = [tp for tp, offset in committed.items() if not offset]
+            known = with_floor(committed, await self._earliest(fresh))
+            self._read_offset.update(read_before(known))
             self._committed_offset.update(
-                {ensure_TP(tp): offset for tp, offset in committed.items() if offset}
+                {ensure_TP(tp): offset for tp, offset in known.items() if offset is not None}
             )
             self.seek_epoch += 1
+
+        async def _earliest(self, partitions: list[Any]) -> Mapping[Any, int]:
+            """The earliest offsets of ``partitions``; none when the broker does not say
+            within ``EARLIEST_SECONDS`` (faust's own bookkeeping then, as before)."""
+            if not partitions:
+                return {}
+            try:
+                return await asyncio.wait_for(self.earliest_offsets(*partitions), EARLIEST_SECONDS)
+            except (KafkaError, TimeoutError, OSError) as exc:
+                log.warning("earliest offsets of %d partition(s) unknown: %r", len(partitions), exc)
+                return {}
 
         async def _add_gap(self, tp: Any, offset_from: int, offset_to: int) -> None:
             add_gap(self._gap[tp], self._committed_offset[tp], offset_from, offset_to)

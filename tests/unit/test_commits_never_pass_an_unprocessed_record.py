@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from intervaltree import IntervalTree
 
-from app.runtime.offsets import add_gap, gap_to_add, new_offset, read_before
+from app.runtime.offsets import add_gap, gap_to_add, new_offset, read_before, with_floor
 
 
 def commit(acked: list[int], committed: int | None, gap: IntervalTree | None = None) -> int | None:
@@ -63,10 +63,24 @@ def test_a_gap_starts_at_the_committed_offset_at_the_earliest() -> None:
 
 def test_after_a_seek_a_record_missing_at_the_committed_offset_is_a_gap() -> None:
     # A transaction marker at 100: the first record the broker returns is 101.
-    read = read_before({"tp": 100, "fresh": 0, "none": None})
-    assert read == {"tp": 99, "fresh": None, "none": None}
+    read = read_before({"tp": 100, "start": 0, "none": None})
+    assert read == {"tp": 99, "start": -1, "none": None}
     gap = IntervalTree()
     skipped = gap_to_add(read["tp"], 101)
     assert skipped == (100, 100)
     add_gap(gap, 100, *skipped)
     assert commit([101], 100, gap) == 102
+
+
+def test_a_partition_with_nothing_committed_starts_at_its_earliest_offset() -> None:
+    committed = {"fresh": None, "zero": 0, "done": 40, "unknown": None}
+    floor = with_floor(committed, {"fresh": 12, "zero": 0})
+    assert floor == {"fresh": 12, "zero": 0, "done": 40, "unknown": None}
+    # Records 12 to 14 read and acknowledged after 15 and 16: nothing passes 12 until it is.
+    assert commit([15, 16], floor["fresh"]) is None
+    assert commit([12, 13, 14, 15, 16], floor["fresh"]) == 17
+    assert commit([15, 16], committed["fresh"]) == 17  # without a floor: 12 to 14 skipped
+    # The first record at the earliest offset 0 is read after "-1": no gap before it.
+    read = read_before(floor)
+    assert gap_to_add(read["zero"], 0) is None
+    assert gap_to_add(read["zero"], 3) == (0, 2)  # what the broker never returned at 0 to 2
