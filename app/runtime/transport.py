@@ -29,10 +29,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import faust
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError
 from faust.transport.consumer import ensure_TP
 from faust.transport.drivers import aiokafka as driver
+from faust.transport.producer import Producer as FaustProducer
 
+from app.runtime.broker_wait import until_connected
 from app.runtime.drain import drain_messages
 from app.runtime.offsets import add_gap, new_offset, read_before, with_floor
 
@@ -43,8 +45,31 @@ EARLIEST_SECONDS = 10.0  # a partition's earliest offset, asked at a seek
 log = logging.getLogger("effectively_once.worker")
 
 
+class Producer(driver.Producer):
+    """faust's aiokafka producer whose start waits out a broker that went away."""
+
+    async def on_start(self) -> None:
+        await FaustProducer.on_start(self)  # faust's own part; the driver's follows
+
+        async def connect() -> None:
+            producer = self._producer = self._new_producer()
+            try:
+                await producer.start()
+            except KafkaConnectionError:
+                self._producer = None
+                with contextlib.suppress(Exception):
+                    await producer.stop()
+                raise
+            self.beacon.add(producer)
+
+        await until_connected(connect, "producer")
+
+
 class Transport(driver.Transport):
-    """faust's aiokafka transport whose topic declarations wait out a broker that is down."""
+    """faust's aiokafka transport whose topic declarations, producer and consumer wait out a
+    broker that is down."""
+
+    Producer = Producer
 
     async def _create_topic(
         self, owner: Any, client: Any, topic: str, partitions: int, replication: int, **kwargs: Any
@@ -75,6 +100,20 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
     """faust's aiokafka ``Consumer`` whose fetches wait at most ``fetch_max_wait_ms``."""
 
     class ConsumerThread(driver.AIOKafkaConsumerThread):
+        async def on_start(self) -> None:
+            async def connect() -> None:
+                consumer = self._consumer = self._create_consumer(loop=self.thread_loop)
+                self.time_started = time.monotonic()
+                try:
+                    await consumer.start()
+                except KafkaConnectionError:
+                    self._consumer = None
+                    with contextlib.suppress(Exception):
+                        await consumer.stop()
+                    raise
+
+            await until_connected(connect, "consumer")
+
         def _create_worker_consumer(self, transport: Any) -> Any:
             consumer = super()._create_worker_consumer(transport)
             # Read by AIOKafkaConsumer.start(), which builds the fetcher; start() comes after.

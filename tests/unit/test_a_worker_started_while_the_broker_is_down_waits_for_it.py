@@ -4,7 +4,9 @@ Contract (``app.runtime.broker_wait``, run first by the worker's faust app): whi
 bootstrap server answers, the start waits (0.5 s, doubling up to 5 s) and logs why at
 each try; once one answers the start goes on. A broker that refuses the worker's
 settings is raised at once, not waited for. The worker's app waits before it declares a
-topic or starts faust's clients, which would end the worker with ``Unable to bootstrap``.
+topic or starts faust's clients, which would end the worker with ``Unable to bootstrap``;
+and faust's producer and consumer, whose first connection may still fail (the broker cut
+off or restarted right then), start again until they connect.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from __future__ import annotations
 import logging
 
 import pytest
+from aiokafka.errors import KafkaConnectionError
+from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
 
 from app.errors import BrokerRefused, BrokerUnreachable
 from app.registry import Registry
-from app.runtime.broker_wait import wait_for_broker
+from app.runtime import transport
+from app.runtime.broker_wait import until_connected, wait_for_broker
 from app.runtime.faust_app import create_app
 from app.settings import Settings
 
@@ -66,3 +71,39 @@ def test_the_worker_app_waits_for_the_broker_of_its_settings() -> None:
     app = create_app(settings, Registry())
     assert app.broker_clients is not None
     assert app.broker_clients.bootstrap == ["b:9092"]
+
+
+async def test_a_client_whose_first_connection_fails_starts_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tries: list[int] = []
+    pauses: list[float] = []
+
+    async def connect() -> None:
+        tries.append(1)
+        if len(tries) < 3:
+            raise KafkaConnectionError("Unable to bootstrap from [('127.0.0.1', 9092)]")
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    with caplog.at_level(logging.WARNING, "effectively_once.worker"):
+        await until_connected(connect, "producer", sleep=sleep)
+    assert len(tries) == 3
+    assert pauses == [0.5, 1.0]
+    assert "the worker's producer cannot reach the broker" in caplog.text
+
+
+async def test_any_other_failure_of_a_start_is_raised() -> None:
+    async def connect() -> None:
+        raise ValueError("not a connection")
+
+    with pytest.raises(ValueError):
+        await until_connected(connect, "consumer")
+
+
+def test_the_worker_s_producer_and_consumer_start_until_connected() -> None:
+    app = create_app(Settings(broker_url="kafka://b:9092", topics_declare=False), Registry())
+    assert isinstance(app.producer, transport.Producer)
+    thread = app.consumer._new_consumer_thread()
+    assert type(thread).on_start is not AIOKafkaConsumerThread.on_start
