@@ -35,8 +35,9 @@ import struct
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
+
+from app.demo.lifecycle import Launched
 
 T = TypeVar("T")
 CHUNK = 64 * 1024
@@ -87,7 +88,7 @@ def _close(writer: asyncio.StreamWriter, *, rst: bool) -> None:
         writer.close()
 
 
-class TcpProxy:
+class TcpProxy(Launched):
     """Forwards ``listen_host:port`` to ``target_host:target_port`` until told otherwise."""
 
     def __init__(
@@ -120,7 +121,7 @@ class TcpProxy:
         """``host:port`` clients connect to."""
         return f"{self.listen_host}:{self._port}"
 
-    def start(self) -> TcpProxy:
+    def start(self) -> Self:
         """Listen and forward; returns once the port accepts connections."""
         self._thread.start()
         self._call(self._start(), timeout=START_TIMEOUT_SECONDS)
@@ -134,17 +135,6 @@ class TcpProxy:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=START_TIMEOUT_SECONDS)
         self._loop.close()
-
-    def __enter__(self) -> TcpProxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- faults ----------------------------------------------------------------------------
 

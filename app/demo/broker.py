@@ -13,7 +13,9 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
+from typing import Self
+
+from app.demo.lifecycle import Launched
 
 
 def broker_binary() -> str:
@@ -59,7 +61,7 @@ def _ephemeral_low() -> int:
 
 
 @dataclass
-class LocalBroker:
+class LocalBroker(Launched):
     """A Tansu broker process on 127.0.0.1; use as a context manager."""
 
     port: int = field(default_factory=free_port)
@@ -87,7 +89,7 @@ class LocalBroker:
         """The ``BROKER_URL`` a worker takes."""
         return f"kafka://{self.bootstrap}"
 
-    def start(self, timeout: float = 20.0) -> LocalBroker:
+    def start(self, timeout: float = 20.0) -> Self:
         """Start the broker and wait until it accepts connections."""
         listener = f"tcp://127.0.0.1:{self.port}"
         advertised = f"tcp://127.0.0.1:{self.advertised_port or self.port}"
@@ -131,14 +133,3 @@ class LocalBroker:
                 self._process.kill()
                 self._process.wait()
         self._process = None
-
-    def __enter__(self) -> LocalBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -26,10 +26,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
+from typing import Self
 
 from app.demo.broker import free_port
 from app.demo.kafka_jars import java_binary, kafka_classpath
+from app.demo.lifecycle import Launched
 
 _LOG4J2 = """status = warn
 appender.out.type = Console
@@ -147,15 +148,19 @@ class KafkaNode:
         """Write the configuration and format the data folder (once per node)."""
         self._workdir = Path(tempfile.mkdtemp(prefix=f"kafka-{self.node_id}-"))
         config = self._workdir / "server.properties"
-        config.write_text(
-            "".join(f"{k}={v}\n" for k, v in self.properties(voters, extra).items())
-        )
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties(voters, extra).items()))
         (self._workdir / "log4j2.properties").write_text(_LOG4J2)
         scram = [arg for user in self.scram_users for arg in ("--add-scram", user)]
         formatted = subprocess.run(
             [
                 *self._java(),
-                "kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(config), *scram,
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster,
+                "-c",
+                str(config),
+                *scram,
             ],
             capture_output=True,
             text=True,
@@ -237,7 +242,7 @@ class KafkaNode:
 
 
 @dataclass
-class KafkaCluster:
+class KafkaCluster(Launched):
     """``size`` Kafka nodes on 127.0.0.1, each broker and controller; use as a context manager.
 
     ``advertised_ports`` puts a proxy's port in front of each node (see ``KafkaNode``);
@@ -295,7 +300,7 @@ class KafkaCluster:
         """The first node's process id."""
         return self.nodes[0].pid
 
-    def start(self, timeout: float = 90.0) -> KafkaCluster:
+    def start(self, timeout: float = 90.0) -> Self:
         """Format every node, start them all and wait until each is ready."""
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         replicas = str(min(3, self.size))
@@ -330,17 +335,6 @@ class KafkaCluster:
         """Stop every node; the topics are gone with them."""
         for node in self.nodes:
             node.remove()
-
-    def __enter__(self) -> KafkaCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def ApacheKafka(

@@ -17,10 +17,11 @@ import secrets
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
+from typing import Self
 
 from app.demo.certificates import CertificateAuthority, Issued
 from app.demo.kafka import KafkaCluster, Listener
+from app.demo.lifecycle import Launched
 
 SASL_SSL = "SASL_SSL"
 SSL = "SSL"
@@ -40,7 +41,7 @@ class Credentials:
 
 
 @dataclass
-class SecureKafka:
+class SecureKafka(Launched):
     """One Kafka node with the three secured listeners; use as a context manager."""
 
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="kafka-tls-")))
@@ -145,7 +146,7 @@ class SecureKafka:
             }
         raise ValueError(f"no listener {listener!r}: one of {', '.join(LISTENERS)}")
 
-    def start(self, timeout: float = 90.0) -> SecureKafka:
+    def start(self, timeout: float = 90.0) -> Self:
         """Format and start the node; returns once it is ready."""
         self.cluster.start(timeout)
         return self
@@ -153,14 +154,3 @@ class SecureKafka:
     def stop(self) -> None:
         """Stop the node; its data goes with it (the certificates stay in ``folder``)."""
         self.cluster.stop()
-
-    def __enter__(self) -> SecureKafka:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
