@@ -17,6 +17,11 @@ that answers a waiting fetch as soon as data arrives (Apache Kafka) makes that
 an idle cost only; one that holds every fetch for the whole wait adds up to
 1.5 s to each event's latency. ``FETCH_MAX_WAIT_MS`` sets it, and on any broker
 the cost of a short wait is one more empty fetch per wait while a partition is idle.
+
+faust stops taking a partition's fetched records while its stream buffer is under
+pressure and takes them again once it drops; a fetch that started meanwhile waited
+out its whole timeout (1 s) for data that was already there, once per buffer's worth
+under a backlog. The consumer wakes that fetch when a partition resumes.
 """
 
 from __future__ import annotations
@@ -114,6 +119,15 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
 
             await until_connected(connect, "consumer")
 
+        def wake_fetch(self) -> None:
+            """Wake a fetch waiting on this thread's loop, so that it drains again with the
+            partitions active now (see ``Consumer.on_buffer_drop``)."""
+            consumer = self._consumer
+            if consumer is None or consumer._fetcher is None:
+                return
+            fetcher = consumer._fetcher
+            self.thread_loop.call_soon_threadsafe(wake_waiters, fetcher)
+
         def _create_worker_consumer(self, transport: Any) -> Any:
             consumer = super()._create_worker_consumer(transport)
             # Read by AIOKafkaConsumer.start(), which builds the fetcher; start() comes after.
@@ -125,6 +139,13 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
 
         def _new_consumer_thread(self) -> driver.AIOKafkaConsumerThread:
             return ConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+        def on_buffer_drop(self, tp: Any) -> None:
+            resumed = tp in self._buffered_partitions
+            super().on_buffer_drop(tp)
+            if resumed:
+                thread: Any = self._thread  # ours: ``_new_consumer_thread``
+                thread.wake_fetch()
 
         async def _drain_messages(self, fetcher: Any) -> None:
             await drain_messages(self, fetcher)
@@ -159,6 +180,12 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
             )
 
     return Consumer
+
+
+def wake_waiters(fetcher: Any) -> None:
+    """Complete every wait of ``fetcher.fetched_records``: each drains again at once."""
+    for waiter in list(fetcher._fetch_waiters):
+        fetcher._notify(waiter)
 
 
 def set_fetch_max_wait(app: faust.App, fetch_max_wait_ms: int) -> None:
