@@ -3,11 +3,12 @@
 ``python -m faust -A bench.bare_app worker`` with the framework worker's
 environment (``BROKER_URL``, ``ORDER_TOPIC``, ``APP_ID``, ``BATCH_SIZE``,
 ``BATCH_WAIT_SECONDS``, ``BROKER_SESSION_TIMEOUT_SECONDS``, ``FETCH_MAX_WAIT_MS``,
-``GC_YOUNG_THRESHOLD``). Its consumer and its process are tuned like the
-framework worker's (``app.runtime.faust_app``: the fetch wait, the garbage
-collector), and it takes the events in batches of ``BATCH_SIZE`` within
-``BATCH_WAIT_SECONDS``, so the difference to the framework is what the
-framework does with a batch.
+``GC_YOUNG_THRESHOLD``). Its consumer is the framework worker's
+(``app.runtime.transport``: the fetch wait, the fetch loop, a partition's records
+taken as soon as its stream buffer drains), its process is tuned like the worker's
+(the garbage collector), and it takes the events in batches of ``BATCH_SIZE``
+within ``BATCH_WAIT_SECONDS``, so the difference to the framework is what the
+framework does with a batch: whatever the transport gains, the bare agent gains too.
 ``BARE_ITERATION=each`` iterates event by event instead. With
 ``BARE_LATENCY_FILE`` set (the bench's latency run) it appends each event's
 age, now minus its Kafka record timestamp, to that file: the floor under the
