@@ -64,7 +64,6 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     consumers: str = ""
     batch_size: int = Field(default=2_000, ge=1, le=100_000)
     batch_wait_seconds: float = Field(default=0.05, gt=0, le=60)
-    revoked_batch_grace_seconds: float = Field(default=5.0, gt=0, le=300)
     fetch_max_wait_ms: int = Field(default=50, ge=0, le=60_000)
     gc_young_threshold: int = Field(default=20_000, ge=0)
     unseen_aggregate_policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE

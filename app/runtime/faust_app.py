@@ -30,7 +30,6 @@ from app.runtime.broker_wait import wait_for_broker
 from app.runtime.garbage import tune_garbage_collector
 from app.runtime.intake import Intake
 from app.runtime.records import to_record
-from app.runtime.revoked import unless_revoked
 from app.runtime.services import Services, start_services
 from app.runtime.transport import Transport, set_fetch_max_wait
 from app.runtime.web import add_observability
@@ -182,21 +181,7 @@ def _agent(
                 except BatchGivenUp as given_up:
                     log.info("%s: %s; left to the partitions' next owner", name, given_up)
                     raise
-            try:
-                outcomes = await unless_revoked(
-                    progress.run(processor.process, records),
-                    lambda: intake.holds(events),
-                    settings.revoked_batch_grace_seconds,
-                )
-            except BatchGivenUp as given_up:
-                log.warning(
-                    "%s: batch of %d given up: %s; its records are left to the partitions' "
-                    "next owner",
-                    name,
-                    len(events),
-                    given_up,
-                )
-                raise
+            outcomes = await progress.run(processor.process, records)
             log.debug("%s: batch of %d, %d outcomes", name, len(events), len(outcomes))
 
         # Acked batch by batch, only after process() returned: after the commit.
