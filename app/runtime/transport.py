@@ -22,6 +22,13 @@ faust stops taking a partition's fetched records while its stream buffer is unde
 pressure and takes them again once it drops; a fetch that started meanwhile waited
 out its whole timeout (1 s) for data that was already there, once per buffer's worth
 under a backlog. The consumer wakes that fetch when a partition resumes.
+
+A seek to the committed offsets (every rebalance, and whenever faust drops a fetch
+that came back while the flow was stopped) moves only the partitions that have one:
+aiokafka leaves a partition with nothing committed yet where its fetch left it, past
+records that were fetched and never processed. Those were then counted as skipped
+and committed past: the group's first seconds lost events at its first rebalance.
+The consumer takes such a partition back to its earliest offset (``rewind``).
 """
 
 from __future__ import annotations
@@ -153,7 +160,12 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
         async def perform_seek(self) -> None:
             committed = await self.seek_to_committed()
             fresh = [tp for tp, offset in committed.items() if not offset]
-            known = with_floor(committed, await self._earliest(fresh))
+            earliest = await self._earliest(fresh)
+            if fresh:
+                thread: Any = self._thread
+                floors = {tp: earliest.get(tp) for tp in fresh}
+                await thread.call_thread(rewind, thread._ensure_consumer(), floors)
+            known = with_floor(committed, earliest)
             self._read_offset.update(read_before(known))
             self._committed_offset.update(
                 {ensure_TP(tp): offset for tp, offset in known.items() if offset is not None}
@@ -180,6 +192,17 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
             )
 
     return Consumer
+
+
+async def rewind(consumer: Any, floors: Mapping[Any, int | None]) -> None:
+    """Seek each partition of ``floors`` (an aiokafka consumer's, on its own loop) to its
+    offset there, or to its earliest offset where that is None (not known)."""
+    unknown = [tp for tp, offset in floors.items() if offset is None]
+    for tp, offset in floors.items():
+        if offset is not None:
+            consumer.seek(tp, offset)
+    if unknown:
+        await consumer.seek_to_beginning(*unknown)
 
 
 def wake_waiters(fetcher: Any) -> None:
