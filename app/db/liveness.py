@@ -167,8 +167,16 @@ class SessionWatch:
             )
             return
         self._connections[id(dbapi_connection)] = _Connection(reported, transport, sock)
+        self._keep_watching()
+
+    def _keep_watching(self) -> None:
+        """Have a watch running on this loop for the connections there are. One that is
+        being cancelled (``closed`` took the last connection away, and this one came in
+        before the cancellation landed) is about to end: another one starts, or no
+        connection made from then on would ever be probed."""
         loop = asyncio.get_running_loop()
-        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+        task = self._task
+        if task is None or task.done() or task.cancelling() or task.get_loop() is not loop:
             self._task = loop.create_task(self._run(), name="database session watch")
 
     def checked_out(self, dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
