@@ -149,6 +149,17 @@ class SessionWatch:
         }
         for name, listener in pool_events.items():
             event.listen(engine.sync_engine, name, listener)
+        # The pool pings a connection before its ``checkout`` event; a ping sent within a
+        # jiffy of the connection's last answer (handed out again at once) would otherwise
+        # not count as waiting, and one sent into an outage waited its whole deadline.
+        dialect = engine.sync_engine.dialect
+        ping = dialect.do_ping
+
+        def do_ping(dbapi_connection: Any) -> bool:
+            self.checked_out(dbapi_connection, None, None)
+            return bool(ping(dbapi_connection))
+
+        dialect.do_ping = do_ping  # type: ignore[method-assign]
 
     def connected(self, dbapi_connection: Any, _record: Any) -> None:
         """Watch a new connection (``connect`` event), if its session id is the server's."""
