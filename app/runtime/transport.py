@@ -160,12 +160,11 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
         async def perform_seek(self) -> None:
             committed = await self.seek_to_committed()
             fresh = [tp for tp, offset in committed.items() if not offset]
-            earliest = await self._earliest(fresh)
+            known = with_floor(committed, await self._earliest(fresh))
             if fresh:
                 thread: Any = self._thread
-                floors = {tp: earliest.get(tp) for tp in fresh}
+                floors = {tp: known[tp] for tp in fresh}
                 await thread.call_thread(rewind, thread._ensure_consumer(), floors)
-            known = with_floor(committed, earliest)
             self._read_offset.update(read_before(known))
             self._committed_offset.update(
                 {ensure_TP(tp): offset for tp, offset in known.items() if offset is not None}
