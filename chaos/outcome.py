@@ -10,13 +10,17 @@ from chaos.profile import Profile
 from chaos.schedule import FaultKind
 from chaos.scrape import Hang
 from chaos.verify import Findings
-from chaos.watch import SAMPLE_SECONDS, Stall
+from chaos.watch import SAMPLE_SECONDS, Sample, Stall, stall_outside
 from chaos.workers import Exit
 from chaos.workload import Workload
 
 # A SIGKILLed member holds its partitions until its session times out, then the group
 # rebalances: a fault up to this long before a stall may be its cause.
 STALL_LEAD_SECONDS = 15.0
+
+# The faults during which no commit can happen at all: the database unreachable, or the
+# broker refusing every connection. Their seconds are the fault's, not the framework's.
+OUTAGES = frozenset({FaultKind.DATABASE_BLACKHOLE, FaultKind.DATABASE_CRASH, FaultKind.BROKER_DOWN})
 
 
 @dataclass
@@ -32,6 +36,7 @@ class Outcome:
     planned: dict[FaultKind, int] = field(default_factory=dict)
     ledger: list[Injected] = field(default_factory=list)
     stall: Stall = field(default_factory=Stall)
+    samples: list[Sample] = field(default_factory=list)  # the progress watch's, each second
     hang: Hang | None = None  # the longest a single worker finished no batch with work waiting
     drain_seconds: float | None = None  # None: not drained in time
     pending_at_end: int | None = None
@@ -77,6 +82,13 @@ class Outcome:
             ),
             key=lambda fault: fault.at,
         )
+
+    @property
+    def stall_outside_outages(self) -> Stall:
+        """The longest time without progress that no outage explains: the seconds while the
+        database or the broker was unreachable left out, counted again from each one's end."""
+        windows = [(f.at, f.at + f.seconds) for f in self.ledger if f.kind in OUTAGES]
+        return stall_outside(self.samples, windows)
 
     def injected(self) -> Counter[FaultKind]:
         """Faults injected (successfully), by kind."""

@@ -68,6 +68,12 @@ def print_table(console: Console, outcome: Outcome) -> None:
         f"{stall.seconds:.0f} s from t={stall.start:.0f} s"
         + (f" (struck up to {STALL_LEAD_SECONDS:g} s before: {around})" if around else ""),
     )
+    beyond = outcome.stall_outside_outages
+    table.add_row(
+        "max time without progress, outages left out",
+        f"{beyond.seconds:.0f} s from t={beyond.start:.0f} s (the seconds the database or the "
+        "broker was unreachable do not count; a stretch counts again from the outage's end)",
+    )
     hang = outcome.hang
     if hang is not None:
         table.add_row(
@@ -229,6 +235,10 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
         "max_seconds_without_progress": round(outcome.stall.seconds, 1),
         "stall_from": round(outcome.stall.start, 1),
         "faults_around_stall": [_fault(f) for f in outcome.around_stall()],
+        "max_seconds_without_progress_outside_outages": round(
+            outcome.stall_outside_outages.seconds, 1
+        ),
+        "stall_outside_outages_from": round(outcome.stall_outside_outages.start, 1),
         "worker_hang": None
         if outcome.hang is None
         else {

@@ -241,6 +241,7 @@ async def _window(
         await asyncio.gather(*background, return_exceptions=True)
         outcome.ledger = list(injector.ledger)
         outcome.stall = watch.tracker.longest
+        outcome.samples = list(watch.samples)
         outcome.loads = list(watch.loads)
         outcome.exits = list(workers.exits)
         outcome.worker_totals = scraper.totals()

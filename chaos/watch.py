@@ -7,6 +7,12 @@ while some partition's committed offset is behind the end the producer side
 reached. "Without progress" is a stretch during which work was pending and no
 committed offset moved; the longest such stretch is the soak's figure. (Offsets
 are committed every few seconds, so the figure has that granularity.)
+
+While the database is down or blackholed, or the broker refuses everyone, no commit
+can happen at all: a stall then measures the fault as much as the framework. So the
+samples are kept, and ``stall_outside`` finds the longest stretch without progress
+that the framework itself owes: the seconds inside such outages are left out, and a
+stretch that an outage interrupts counts again from the outage's end.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from aiokafka import TopicPartition
@@ -31,6 +37,16 @@ class Stall:
 
     start: float = 0.0
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One look at the group: at ``at`` (soak time), ``done`` records committed, ``pending``
+    still to commit."""
+
+    at: float
+    done: int
+    pending: int
 
 
 @dataclass
@@ -95,4 +111,17 @@ class ProgressWatch:
         ends = self.ends()
         self.pending = sum(max(0, end - done.get(p, 0)) for p, end in ends.items())
         self.sampled_at = time.monotonic()
-        self.tracker.observe(self.sampled_at - self.started, sum(done.values()), self.pending)
+        sample = Sample(self.sampled_at - self.started, sum(done.values()), self.pending)
+        self.samples.append(sample)
+        self.tracker.observe(sample.at, sample.done, sample.pending)
+
+
+def stall_outside(samples: Sequence[Sample], outages: Iterable[tuple[float, float]]) -> Stall:
+    """The longest stretch without progress once the seconds of ``outages`` (start, end),
+    during which nothing could commit, are left out: a stretch restarts at an outage's end."""
+    windows = sorted(outages)
+    tracker = StallTracker()
+    for sample in samples:
+        inside = any(start <= sample.at <= end for start, end in windows)
+        tracker.observe(sample.at, sample.done, 0 if inside else sample.pending)
+    return tracker.longest
