@@ -81,6 +81,7 @@ class ProgressWatch:
     pending: int | None = None  # at the last successful sample
     sampled_at: float = 0.0  # monotonic time of the last successful sample
     loads: list[float] = field(default_factory=list)  # the machine's 1-minute load, each second
+    samples: list[Sample] = field(default_factory=list)  # one per sample the broker answered
 
     async def run(self) -> None:
         """Sample until cancelled; a sample the broker does not answer is skipped."""

@@ -17,7 +17,7 @@ from chaos.faults import Injected
 from chaos.outcome import Outcome
 from chaos.profile import SHORT
 from chaos.schedule import FaultKind
-from chaos.watch import Sample, Stall, StallTracker, stall_outside
+from chaos.watch import ProgressWatch, Sample, Stall, StallTracker, stall_outside
 from chaos.workload import Workload
 
 
@@ -54,3 +54,10 @@ def test_the_outcome_leaves_out_only_the_faults_that_stop_every_commit() -> None
     assert outcome.stall_outside_outages == Stall(52.0, 7.0)
     outcome.ledger = [Injected(FaultKind.BROKER_DOWN, 11.0, 42.0, "refused")]
     assert outcome.stall_outside_outages == Stall(53.0, 6.0)
+
+
+def test_the_watch_keeps_every_sample_it_takes() -> None:
+    watch = ProgressWatch("127.0.0.1:9", "group", "topic", 2, lambda: {0: 10, 1: 10}, started=0.0)
+    watch._sample({0: 4, 1: 6})
+    watch._sample({0: 10, 1: -1})
+    assert [(s.done, s.pending) for s in watch.samples] == [(10, 10), (10, 10)]
