@@ -239,6 +239,7 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
             outcome.stall_outside_outages.seconds, 1
         ),
         "stall_outside_outages_from": round(outcome.stall_outside_outages.start, 1),
+        "progress_samples": [[round(s.at, 1), s.done, s.pending] for s in outcome.samples],
         "worker_hang": None
         if outcome.hang is None
         else {

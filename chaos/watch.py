@@ -119,10 +119,20 @@ class ProgressWatch:
 
 def stall_outside(samples: Sequence[Sample], outages: Iterable[tuple[float, float]]) -> Stall:
     """The longest stretch without progress once the seconds of ``outages`` (start, end),
-    during which nothing could commit, are left out: a stretch restarts at an outage's end."""
+    during which nothing could commit, are left out: a stretch restarts at an outage's end
+    (the broker's outage has no samples in it: the broker answers none)."""
     windows = sorted(outages)
-    tracker = StallTracker()
+    longest = Stall()
+    since: float | None = None
+    done: int | None = None
     for sample in samples:
         inside = any(start <= sample.at <= end for start, end in windows)
-        tracker.observe(sample.at, sample.done, 0 if inside else sample.pending)
-    return tracker.longest
+        if since is None or inside or sample.pending == 0 or sample.done != done:
+            since = sample.at
+        else:
+            ended = [end for _, end in windows if since < end <= sample.at]
+            since = max(ended, default=since)
+        done = sample.done
+        if sample.at - since > longest.seconds:
+            longest = Stall(since, sample.at - since)
+    return longest

@@ -40,6 +40,12 @@ def test_an_outage_and_what_follows_it() -> None:
     assert stall_outside(seen, [(12.0, 42.0)]) == Stall(42.0, 9.0)
 
 
+def test_an_outage_without_samples_restarts_the_count_at_its_end() -> None:
+    # The broker down from 12 to 42 answers no sample: none between 11 and 43.
+    seen = [s for s in samples({0: 1, 5: 3, 10: 5, 52: 9, 60: 12}) if not 11 < s.at < 43]
+    assert stall_outside(seen, [(12.0, 42.0)]) == Stall(42.0, 9.0)
+
+
 def test_a_stall_away_from_outages_counts_whole() -> None:
     seen = samples({0: 1, 5: 2, 40: 3, 45: 4})
     assert stall_outside(seen, [(41.0, 44.0)]) == Stall(5.0, 34.0)
