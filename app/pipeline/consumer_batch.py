@@ -7,7 +7,13 @@ The order inside the transaction matters:
 2. read which eventIds this consumer already applied or parked (dedup, after the
    versions so a concurrent worker's commit is visible), and its failures of them
    not yet settled: an event that takes effect, or is found applied, through any
-   copy settles them (``resolved``),
+   copy settles them (``resolved``). With ``trust_versions`` (a batch's first
+   attempt) a versioned event ahead of its aggregate's stored version, or of an
+   aggregate with none, is not looked up among the applied: only an applied event
+   takes a version, so it cannot have been applied (the common case, most of a
+   batch). Should one have been all the same (an eventId a producer reused for
+   another aggregate), its dedup record's insert fails and the batch runs again
+   with every id looked up, as after any conflict,
 3. read the parked events of the batch's aggregates (so a gap can close),
 4. walk the events in arrival order: duplicate, stale, park, or apply and drain
    the parked successors (in FAST mode the walk only plans: the handlers then
@@ -60,6 +66,8 @@ class ConsumerBatch:
     router: FailureRouter
     # What the records were decoded with: a parked event must read the same way again.
     default_aggregate_type: str
+    # Look up dedup records only for the events the version rows do not tell apart.
+    trust_versions: bool = False
     outcomes: list[Outcome] = field(default_factory=list)
     _changes: BatchChanges = field(default_factory=BatchChanges.empty)
     _versions: dict[Aggregate, int | None] = field(default_factory=dict)
@@ -77,7 +85,10 @@ class ConsumerBatch:
         self._store = store = ConsumerStore(self.ctx.session, self.consumer)
         gated = [e.event.aggregate for e in events if e.event.aggregate_version is not None]
         self._versions = await store.read_versions(gated)
-        found = await store.seen_event_ids([e.event_id for e in events])
+        found = await store.seen_event_ids(
+            [e.event_id for e in events],
+            self._maybe_applied(events) if self.trust_versions else None,
+        )
         self._open_failures = found.open_failures
         seen = found.consumed | found.parked
         self._parked_db = await store.parked_for(gated)
@@ -105,6 +116,17 @@ class ConsumerBatch:
         self._changes.emitted = self.ctx._emitted
         await store.save(self._changes)
         return self.outcomes
+
+    def _maybe_applied(self, events: list[Decoded]) -> set[str]:
+        """The eventIds that may have a dedup record: unversioned events, and versioned
+        ones at or below their aggregate's stored version."""
+        asked = set()
+        for item in events:
+            version = item.event.aggregate_version
+            stored = None if version is None else self._versions.get(item.event.aggregate)
+            if version is None or (stored is not None and version <= stored):
+                asked.add(item.event_id)
+        return asked
 
     @property
     def outbox_rows(self) -> int:

@@ -180,7 +180,7 @@ class BatchProcessor:
                     return await self._escalated(
                         consumer, events, f"the batch met a conflict {conflicts} times in a row"
                     )
-                return await self._consumer_attempt(consumer, events)
+                return await self._consumer_attempt(consumer, events, first=conflicts == 0)
             except VersionConflict as conflict:
                 # Rolled back; another worker committed some of these aggregates or events
                 # meanwhile (a rebalance): the next run reads what it did, and the first runs
@@ -202,9 +202,13 @@ class BatchProcessor:
                 )
                 await asyncio.sleep(delay)
 
-    async def _consumer_attempt(self, consumer: str, events: list[Decoded]) -> ConsumerBatch:
+    async def _consumer_attempt(
+        self, consumer: str, events: list[Decoded], first: bool = True
+    ) -> ConsumerBatch:
         try:
-            return await self._transaction(consumer, events, Mode.FAST)
+            # A first attempt trusts the version rows to tell most events unapplied; after a
+            # conflict every eventId is looked up (see ``ConsumerBatch``).
+            return await self._transaction(consumer, events, Mode.FAST, trust_versions=first)
         except HandlerFailed as failed:
             text = self.router.detail.describe(failed.cause)
             log_failure(
@@ -232,7 +236,9 @@ class BatchProcessor:
         metrics.record_rerun(consumer, RERUN_ESCALATED)
         return await self._transaction(consumer, events, Mode.ESCALATED)
 
-    async def _transaction(self, consumer: str, events: list[Decoded], mode: Mode) -> ConsumerBatch:
+    async def _transaction(
+        self, consumer: str, events: list[Decoded], mode: Mode, trust_versions: bool = False
+    ) -> ConsumerBatch:
         started = time.perf_counter()
         async with self.sessions() as session:
             ctx = HandlerContext(session=session, consumer=consumer)
@@ -244,6 +250,7 @@ class BatchProcessor:
                 mode,
                 self.router,
                 self.default_aggregate_type,
+                trust_versions,
             )
             async with session.begin():
                 await batch.run(events)

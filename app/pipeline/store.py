@@ -19,7 +19,7 @@ partition's new owner). Their batches must serialise per aggregate:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -234,30 +234,40 @@ class ConsumerStore:
                 found.append(((agg_type, agg_id), *rest))
         return found
 
-    async def seen_event_ids(self, event_ids: Sequence[str]) -> Seen:
+    async def seen_event_ids(
+        self, event_ids: Sequence[str], applied_asked: Collection[str] | None = None
+    ) -> Seen:
         """Which of ``event_ids`` this consumer already applied or parked, and its failures
         of them still open (one statement per list of ids: the third part is an index probe
-        of ``failed_event``, which is nearly always empty for them)."""
+        of ``failed_event``, which is nearly always empty for them). ``applied_asked``: the
+        only ids whose dedup record is looked up (``None``: all), see ``ConsumerBatch``."""
         seen = Seen(set(), set(), {})
         f = failed_event
         for ids in in_lists(event_ids, self.list_size):
-            consumed = select(consumed_event.c.event_id, literal(_CONSUMED), *_NO_KEY).where(
-                consumed_event.c.consumer_group == self.consumer,
-                one_of(self.dialect, consumed_event.c.event_id, ids),
+            asked = ids if applied_asked is None else [i for i in ids if i in applied_asked]
+            parts = []
+            if asked:
+                parts.append(
+                    select(consumed_event.c.event_id, literal(_CONSUMED), *_NO_KEY).where(
+                        consumed_event.c.consumer_group == self.consumer,
+                        one_of(self.dialect, consumed_event.c.event_id, asked),
+                    )
+                )
+            parts.append(
+                select(parked_event.c.event_id, literal(_PARKED), *_NO_KEY).where(
+                    parked_event.c.consumer_group == self.consumer,
+                    one_of(self.dialect, parked_event.c.event_id, ids),
+                )
             )
-            parked = select(parked_event.c.event_id, literal(_PARKED), *_NO_KEY).where(
-                parked_event.c.consumer_group == self.consumer,
-                one_of(self.dialect, parked_event.c.event_id, ids),
-            )
-            failed = select(
-                f.c.event_id, literal(_FAILED), f.c.topic, f.c.partition, f.c.offset
-            ).where(
-                f.c.consumer_group == self.consumer,
-                one_of(self.dialect, f.c.event_id, ids),
-                f.c.status.in_(OPEN),
+            parts.append(
+                select(f.c.event_id, literal(_FAILED), f.c.topic, f.c.partition, f.c.offset).where(
+                    f.c.consumer_group == self.consumer,
+                    one_of(self.dialect, f.c.event_id, ids),
+                    f.c.status.in_(OPEN),
+                )
             )
             for event_id, kind, topic, partition, offset in await self.session.execute(
-                union_all(consumed, parked, failed)
+                union_all(*parts)
             ):
                 if kind == _CONSUMED:
                     seen.consumed.add(event_id)
