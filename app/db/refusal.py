@@ -1,11 +1,14 @@
-"""A database that refuses the TLS its URL asks for is a mistake to name at start, in one line.
+"""A database that refuses the login or the TLS its URL asks for is a mistake to name at
+start, in one line.
 
 An unreachable database is an outage: the worker and the relay wait for it, retrying in
-place. A certificate that is not trusted, or that does not name the host, or a server
-that offers no TLS, will not change by waiting: ``check_database`` makes one connection
-at start, as every later one will be made, and raises ``DatabaseRefused`` naming what
-failed and the URL parameter to look at. ``refusal`` gives the same line to a command
-that met the error on its own connection.
+place. A login the server refuses (a wrong password or user), a certificate that is not
+trusted, or that does not name the host, or a server that offers no TLS, will not change
+by waiting: ``check_database`` makes one connection at start, as every later one will be
+made, and raises ``DatabaseRefused`` naming what failed and, for TLS, the URL parameter
+to look at. ``refusal`` gives the same line to a command that met the error on its own
+connection. (Once running, a refused login is an outage like any other: a password
+rotated under a running worker pauses it, see ``app.pipeline.classify``.)
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import ssl
 
 from sqlalchemy.engine import make_url
 
-from app.db import connect_options
 from app.db.engine import create_engine
 from app.db.timeouts import DbTimeouts
 from app.errors import DatabaseRefused
@@ -47,7 +49,29 @@ def refusal(exc: BaseException, url: str) -> str | None:
         text = str(cause)
         if "rejected SSL upgrade" in text or "does not offer TLS" in text:
             return "the server does not offer TLS, which the database URL asks for"
+        said = _login_refused(cause)
+        if said is not None:
+            return f"it refused the login ({said}); check the user and password of DATABASE_URL"
     return None
+
+
+# PostgreSQL's invalid_authorization_specification and invalid_password; MySQL's and
+# MariaDB's "access denied" to the database, for a password, and for the user's plugin.
+_PG_LOGIN = {"28000", "28P01"}
+_MYSQL_LOGIN = {1044, 1045, 1698}
+
+
+def _login_refused(cause: BaseException) -> str | None:
+    """The server's own words when ``cause`` is its refusal of the login, else None."""
+    state = getattr(cause, "sqlstate", None)
+    args: tuple[object, ...] = tuple(getattr(cause, "args", ()))
+    if state in _PG_LOGIN:
+        message = str(cause)
+    elif len(args) >= 2 and type(args[0]) is int and args[0] in _MYSQL_LOGIN:
+        message = str(args[1])
+    else:
+        return None
+    return message.strip().splitlines()[0] if message.strip() else "access denied"
 
 
 def where(url: str) -> str:
@@ -58,9 +82,9 @@ def where(url: str) -> str:
 
 
 async def check_database(url: str, timeouts: DbTimeouts) -> None:
-    """Raise ``DatabaseRefused`` if the database refuses the TLS ``url`` asks for; a URL
-    without TLS, and a database out of reach, pass (the caller waits for it)."""
-    if not connect_options.read(url).tls_required:
+    """Raise ``DatabaseRefused`` if the database refuses the login or the TLS ``url`` asks
+    for; a database out of reach passes (the caller waits for it), and so does SQLite."""
+    if make_url(url).get_backend_name() == "sqlite":
         return
     engine = create_engine(url, pool_size=1, timeouts=timeouts)
     try:

@@ -43,11 +43,12 @@ class Fault(StrEnum):
 # PostgreSQL SQLSTATEs.
 _PG_CONFLICT = {"40001", "40P01", "55P03"}
 _PG_STATEMENT = {"57014"}  # query_canceled: statement_timeout or pg_cancel_backend
-# Classes: connection exception, insufficient resources, operator intervention (shutdown,
-# cannot connect now, the database dropped, idle session timeout), system error; and a
-# database that does not exist (yet), or does not accept connections now (55000), and a
-# session ended for idling in a transaction (25P03).
-_PG_CONNECTION_CLASSES = ("08", "53", "57", "58")
+# Classes: connection exception, the login refused (a password rotated under a running
+# worker: no event could commit either), insufficient resources, operator intervention
+# (shutdown, cannot connect now, the database dropped, idle session timeout), system error;
+# and a database that does not exist (yet), or does not accept connections now (55000), and
+# a session ended for idling in a transaction (25P03).
+_PG_CONNECTION_CLASSES = ("08", "28", "53", "57", "58")
 _PG_CONNECTION = {"3D000", "55000", "25P03"}
 
 # MySQL / MariaDB error numbers (client errors, 2000-2999, are all about the connection).
@@ -55,8 +56,9 @@ _MYSQL_CONFLICT = {1205, 1213, 1020}
 _MYSQL_STATEMENT = {1317, 1969, 3024}  # interrupted; max_statement_time; max_execution_time
 _MYSQL_CONNECTION = {
     1021, 1030, 1037, 1038, 1040, 1041, 1042, 1043, 1044, 1045, 1049, 1053, 1114, 1129, 1130,
-    1135, 1152, 1158, 1159, 1160, 1161, 1184, 1203, 1226, 1290, 1792, 1836, 1927, 4031,
-}  # fmt: skip
+    1135, 1152, 1158, 1159, 1160, 1161, 1184, 1203, 1226, 1290, 1698, 1792, 1836, 1927,
+    4031,
+}  # fmt: skip (1044, 1045, 1698: the login or the database refused to this user)
 
 # SQLite primary result codes.
 _SQLITE_CONFLICT = {5, 6}  # BUSY, LOCKED

@@ -8,8 +8,8 @@ MySQL 1205/1213), the connection errors of redis, asyncpg and aiomysql, and
 the broker's (aiokafka's connection error, its timeouts and the retriable
 broker responses a publish of a retry or DLT record meets while the broker is
 down or electing a leader). A database error with a code is sorted by the
-code, not by its class: PostgreSQL classes 08, 53, 57 and 58 and MySQL's
-connection, resource and read-only errors are infrastructure, while a MySQL
+code, not by its class: PostgreSQL classes 08, 28 (the login refused), 53, 57 and 58
+and MySQL's connection, login, resource and read-only errors are infrastructure, while a MySQL
 CHECK violation (3819), a trigger's SIGNAL (1644) or a value out of range
 (1690), which pymysql raises as ``OperationalError``, are the event's, as are
 SQLite's constraint and SQL errors (its busy, locked, I/O and full errors
@@ -103,6 +103,10 @@ INFRASTRUCTURE = [
     dbapi(sa_exc.DBAPIError, PgError("57P01")),
     dbapi(sa_exc.DBAPIError, PgError("53300")),
     dbapi(sa_exc.DBAPIError, PgError("3D000")),
+    dbapi(sa_exc.OperationalError, PgError("28P01")),  # a password rotated under the worker
+    dbapi(sa_exc.OperationalError, PgError("28000")),
+    dbapi(sa_exc.OperationalError, MySQLError(1045, "Access denied for user 'app'")),
+    dbapi(sa_exc.OperationalError, MySQLError(1698, "Access denied for user 'root'")),
     dbapi(sa_exc.OperationalError, MySQLError(2013, "Lost connection to MySQL server")),
     dbapi(sa_exc.OperationalError, MySQLError(2003, "Can't connect to MySQL server")),
     dbapi(sa_exc.OperationalError, MySQLError(1040, "Too many connections")),

@@ -3,7 +3,8 @@
 ``initdb`` makes it in a home of its own (``own_servers``); it listens on 127.0.0.1 on a
 free port with ``ssl=on`` and a server certificate of the run's CA naming ``localhost``
 only (so ``127.0.0.1`` is a name it does not hold), and its ``pg_hba.conf`` takes
-``hostssl`` connections alone: a client that got in spoke TLS.
+``hostssl`` connections alone: a client that got in spoke TLS. ``postgres`` logs in
+without a password; any other role with its password (``scram-sha-256``).
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class TlsPostgres:
         hba = data / "pg_hba.conf"
         hba.write_text(
             "local all all trust\n"
-            "hostssl all all 127.0.0.1/32 trust\n"
+            "hostssl all postgres 127.0.0.1/32 trust\n"
+            "hostssl all all 127.0.0.1/32 scram-sha-256\n"
             "host all all 127.0.0.1/32 reject\n"
         )
         self._process = self.home.spawn(
@@ -74,6 +76,10 @@ class TlsPostgres:
 
     async def create_database(self, name: str) -> None:
         """``CREATE DATABASE name``, over TLS (the only way in)."""
+        await self.execute(f'CREATE DATABASE "{name}"')
+
+    async def execute(self, statement: str) -> None:
+        """Run ``statement`` as ``postgres`` in database ``postgres``, over TLS."""
         context = ssl.create_default_context(cafile=str(self.ca.cert))
         conn = await retried(
             lambda: asyncpg.connect(
@@ -81,7 +87,7 @@ class TlsPostgres:
             )
         )
         try:
-            await conn.execute(f'CREATE DATABASE "{name}"')
+            await conn.execute(statement)
         finally:
             await conn.close()
 
