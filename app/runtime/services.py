@@ -123,6 +123,7 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
         ", ".join(registry.consumers),
         "on" if prefilter else "off (REDIS_URL unset)",
     )
+    warn_if_the_example_runs(settings)
     if relay is not None:
         await relay.declare(registry.emitted_topics)
         relay.start()
@@ -138,6 +139,17 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
             keep_cleaning(engine, Retention.of(settings), settings.cleanup_interval.total_seconds())
         )
     return Services(settings, engine, processor, prefilter, relay, cleaner)
+
+
+def warn_if_the_example_runs(settings: Settings) -> None:
+    """A worker started without ``HANDLER_MODULES`` runs the bundled example consumers: say so,
+    for a team that forgot to name its own package."""
+    if "handler_modules" not in settings.model_fields_set:
+        log.warning(
+            "HANDLER_MODULES is not set: this worker runs the bundled example consumers "
+            "(package %r) and writes their tables; set HANDLER_MODULES to your own package",
+            settings.handler_modules,
+        )
 
 
 async def declare_topics(settings: Settings, topics: Collection[str]) -> None:

@@ -1,0 +1,41 @@
+"""A worker started without ``HANDLER_MODULES`` says that it runs the bundled example.
+
+Contract of ``app.runtime.services.warn_if_the_example_runs``: when the setting was not
+given (its default names the example package ``handlers``), one WARNING names the
+package and tells to set ``HANDLER_MODULES``; when it was given, even as ``handlers``,
+nothing is said.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from app.runtime.services import warn_if_the_example_runs
+from app.settings import Settings
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_unset_it_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv("HANDLER_MODULES", raising=False)
+    with caplog.at_level(logging.WARNING):
+        warn_if_the_example_runs(Settings())
+    [line] = warnings_of(caplog)
+    assert line.startswith("HANDLER_MODULES is not set: this worker runs the bundled example")
+    assert "'handlers'" in line
+
+
+@pytest.mark.parametrize("modules", ["handlers", "shipping"])
+def test_given_it_is_quiet(
+    modules: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("HANDLER_MODULES", modules)
+    with caplog.at_level(logging.WARNING):
+        warn_if_the_example_runs(Settings())
+    assert warnings_of(caplog) == []
