@@ -92,17 +92,21 @@ async def _trace(url: str, event_id: str) -> Trace:
     where = shown(url)
     try:
         async with engine.connect() as conn:
-            return await trace_event(conn, event_id, _registered_consumers())
+            return await trace_event(conn, event_id, registered_consumers())
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
         raise TraceError(f"cannot read {where}: {_first_line(exc)}") from exc
     finally:
         await engine.dispose()
 
 
-def _registered_consumers() -> list[str] | None:
-    """The consumers of HANDLER_MODULES, or None (then every consumer's rows are read)."""
+def registered_consumers() -> list[str] | None:
+    """The consumers of HANDLER_MODULES, or None (then every consumer's rows are read): also
+    when the setting is not given, whose default names the bundled example's consumers."""
     try:
-        import_handler_modules(Settings().handler_module_names)
+        settings = Settings()
+        if "handler_modules" not in settings.model_fields_set:
+            return None
+        import_handler_modules(settings.handler_module_names)
     except Exception:
         return None
     return default_registry.consumers or None

@@ -46,11 +46,23 @@ CONSUMERS = ["inventory-service", "notification-service", "points-service"]
 
 def failure(consumer: str, event_id: str, offset: int, **fields: Any) -> dict[str, Any]:
     return {
-        "consumer_group": consumer, "topic": "orders", "partition": 0, "offset": offset,
-        "event_id": event_id, "event_type": "OrderPaid", **AGG, "aggregate_version": 2,
-        "reason": "retryable", "exception_type": "builtins.ValueError",
-        "exception_message": "bad amount\nmore", "record_headers": "[]", "status": "retrying",
-        "attempts": 2, "first_failed_at": AT, "last_failed_at": AT, **fields,
+        "consumer_group": consumer,
+        "topic": "orders",
+        "partition": 0,
+        "offset": offset,
+        "event_id": event_id,
+        "event_type": "OrderPaid",
+        **AGG,
+        "aggregate_version": 2,
+        "reason": "retryable",
+        "exception_type": "builtins.ValueError",
+        "exception_message": "bad amount\nmore",
+        "record_headers": "[]",
+        "status": "retrying",
+        "attempts": 2,
+        "first_failed_at": AT,
+        "last_failed_at": AT,
+        **fields,
     }
 
 
@@ -58,9 +70,18 @@ def outbox_row(
     event_id: str, event_type: str, aggregate_type: str, aggregate_id: str, status: str, **more: Any
 ) -> dict[str, Any]:
     return {
-        "event_id": event_id, "event_type": event_type, "aggregate_type": aggregate_type,
-        "aggregate_id": aggregate_id, "topic": "orders", "payload": "{}", "status": status,
-        "retry_count": 0, "created_at": AT, "updated_at": AT, "last_error": None, **more,
+        "event_id": event_id,
+        "event_type": event_type,
+        "aggregate_type": aggregate_type,
+        "aggregate_id": aggregate_id,
+        "topic": "orders",
+        "payload": "{}",
+        "status": status,
+        "retry_count": 0,
+        "created_at": AT,
+        "updated_at": AT,
+        "last_error": None,
+        **more,
     }
 
 
@@ -68,33 +89,74 @@ async def build(url: str) -> None:
     await upgrade_to_head(url)
     engine = create_engine(url)
     async with engine.begin() as conn:
-        await conn.execute(insert(consumed_event), [{
-            "consumer_group": "points-service", "event_id": EVENT, "event_type": "OrderPaid",
-            **AGG, "aggregate_version": 2, "applied_at": AT,
-        }])
-        await conn.execute(insert(parked_event), [{
-            "consumer_group": "inventory-service", "event_id": EVENT, **AGG,
-            "aggregate_version": 2, "event_type": "OrderPaid", "topic": "orders",
-            "partition": 0, "offset": 7, "record_key": b"o-1", "record_value": b"{}",
-            "record_headers": "[]", "parked_at": AT,
-        }])
-        await conn.execute(insert(aggregate_version), [
-            {"consumer_group": c, **AGG, "last_version": last, "updated_at": AT}
-            for c, last in [
-                ("points-service", 2), ("inventory-service", None),
-                ("notification-service", 5), ("audit-service", 1),
-            ]
-        ])
-        await conn.execute(insert(outbox_event), [
-            outbox_row(EVENT, "OrderPaid", "Order", "o-1", "PUBLISHED"),
-            outbox_row("rec-1", "retry", "effectively-once", EVENT, "PENDING"),
-            outbox_row(UNSENT, "OrderCreated", "Order", "o-2", "DEAD", last_error="no topic"),
-        ])
-        await conn.execute(insert(failed_event), [
-            failure("audit-service", EVENT, 7),
-            failure("", POISON, 9, reason="invalid-schema", status="dead", attempts=1,
-                    event_type=None, aggregate_version=None),
-        ])
+        await conn.execute(
+            insert(consumed_event),
+            [
+                {
+                    "consumer_group": "points-service",
+                    "event_id": EVENT,
+                    "event_type": "OrderPaid",
+                    **AGG,
+                    "aggregate_version": 2,
+                    "applied_at": AT,
+                }
+            ],
+        )
+        await conn.execute(
+            insert(parked_event),
+            [
+                {
+                    "consumer_group": "inventory-service",
+                    "event_id": EVENT,
+                    **AGG,
+                    "aggregate_version": 2,
+                    "event_type": "OrderPaid",
+                    "topic": "orders",
+                    "partition": 0,
+                    "offset": 7,
+                    "record_key": b"o-1",
+                    "record_value": b"{}",
+                    "record_headers": "[]",
+                    "parked_at": AT,
+                }
+            ],
+        )
+        await conn.execute(
+            insert(aggregate_version),
+            [
+                {"consumer_group": c, **AGG, "last_version": last, "updated_at": AT}
+                for c, last in [
+                    ("points-service", 2),
+                    ("inventory-service", None),
+                    ("notification-service", 5),
+                    ("audit-service", 1),
+                ]
+            ],
+        )
+        await conn.execute(
+            insert(outbox_event),
+            [
+                outbox_row(EVENT, "OrderPaid", "Order", "o-1", "PUBLISHED"),
+                outbox_row("rec-1", "retry", "effectively-once", EVENT, "PENDING"),
+                outbox_row(UNSENT, "OrderCreated", "Order", "o-2", "DEAD", last_error="no topic"),
+            ],
+        )
+        await conn.execute(
+            insert(failed_event),
+            [
+                failure("audit-service", EVENT, 7),
+                failure(
+                    "",
+                    POISON,
+                    9,
+                    reason="invalid-schema",
+                    status="dead",
+                    attempts=1,
+                    event_type=None,
+                    aggregate_version=None,
+                ),
+            ],
+        )
     await engine.dispose()
 
 
@@ -130,7 +192,8 @@ def test_each_consumer_gets_its_state(database_url: str) -> None:
 def test_the_events_outbox_rows_are_shown(database_url: str) -> None:
     found = asyncio.run(traced(database_url, EVENT))
     assert [(r.kind, r.status) for r in found.outbox] == [
-        ("event", "PUBLISHED"), ("retry", "PENDING")
+        ("event", "PUBLISHED"),
+        ("retry", "PENDING"),
     ]
     unsent = asyncio.run(traced(database_url, UNSENT))
     assert unsent.found and unsent.findings == ()
@@ -186,3 +249,25 @@ def test_a_bad_database_url_exits_2_without_a_traceback(url: str) -> None:
     assert result.exit_code == 2
     assert "effectively-once trace:" in result.stderr
     assert "Traceback" not in result.output + result.stderr
+
+
+def test_without_handler_modules_every_consumers_rows_are_read(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A service of one's own: its consumer is none of the bundled example's, which the
+    # setting's default would name.
+    async def shipped() -> None:
+        engine = create_engine(database_url)
+        async with engine.begin() as conn:
+            await conn.execute(insert(consumed_event), [{
+                "consumer_group": "shipping-service", "event_id": "evt-shipped",
+                "event_type": "ParcelShipped", **AGG, "aggregate_version": None,
+                "applied_at": AT,
+            }])  # fmt: skip
+        await engine.dispose()
+
+    asyncio.run(shipped())
+    monkeypatch.delenv("HANDLER_MODULES", raising=False)
+    result = run("evt-shipped", "--database-url", database_url, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "shipping-service" in result.stdout and "applied" in result.stdout
