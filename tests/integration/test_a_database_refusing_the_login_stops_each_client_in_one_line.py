@@ -11,6 +11,7 @@ change a password. Once running, the same refusal is an outage (the worker pause
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -62,7 +63,9 @@ async def _mariadb_run(statement: str) -> None:
         unavailable(f"MariaDB at {server.host}:{server.port}: {exc!r}")
     try:
         async with conn.cursor() as cursor:
-            await cursor.execute(statement)
+            with warnings.catch_warnings():  # "can't drop user ...; it doesn't exist": IF EXISTS
+                warnings.simplefilter("ignore")
+                await cursor.execute(statement)
     finally:
         conn.close()
 
