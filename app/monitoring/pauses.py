@@ -4,8 +4,10 @@ The pipeline pauses and retries in place when the database, Redis or the broker
 is unreachable (``app.pipeline.pause``). ``on_pause`` is its callback: it counts
 the pause and marks the batch it happened in (found through a context variable,
 which the processor's per-consumer tasks inherit). The worker is paused while a
-batch in flight has paused, or while start-up work (migrations) has paused and
-not yet succeeded. A batch that ends, however it ends, is no longer paused.
+batch in flight has paused, while start-up work (migrations) has paused and not
+yet succeeded, or while a long-lived task of its own (the relay: ``Outside``) has
+paused and not yet made progress since. A batch that ends, however it ends, is no
+longer paused.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class _Batch:
 _current: ContextVar[_Batch | None] = ContextVar("effectively_once_batch", default=None)
 _in_flight: set[_Batch] = set()
 _outside_batches = [False]  # start-up work paused (a list: module state without ``global``)
+_tasks_paused: set[str] = set()  # the names of ``Outside`` tasks paused now
 
 
 @contextmanager
@@ -59,8 +62,30 @@ def resumed() -> None:
     _publish()
 
 
+class Outside:
+    """A long-lived task outside any batch (the relay): paused from its pause until it
+    reports progress (``resumed``), whatever batches do meanwhile."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def on_pause(self, what: str, exc: BaseException, delay: float) -> None:
+        """``OnPause`` callback of the task."""
+        metrics.record_pause(dependency_of(exc), delay)
+        _tasks_paused.add(self.name)
+        _publish()
+
+    def resumed(self) -> None:
+        """The task got work done again (the relay: a cycle ended)."""
+        if self.name in _tasks_paused:
+            _tasks_paused.discard(self.name)
+            _publish()
+
+
 def _publish() -> None:
-    metrics.set_paused(_outside_batches[0] or any(batch.paused for batch in _in_flight))
+    metrics.set_paused(
+        _outside_batches[0] or bool(_tasks_paused) or any(batch.paused for batch in _in_flight)
+    )
 
 
 def dependency_of(exc: BaseException) -> str:

@@ -181,6 +181,7 @@ class Relay:
         clock: Clock = lambda: datetime.now(UTC),
         on_pause: OnPause | None = None,
         topics: TopicMaker | None = None,
+        on_progress: Callable[[], None] | None = None,
     ) -> None:
         self.sessions = sessions
         self.broker = broker
@@ -193,6 +194,7 @@ class Relay:
         self.config = config or RelayConfig()
         self.clock = clock
         self.on_pause = on_pause
+        self.on_progress = on_progress  # told after every cycle that ended (a pause is over)
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()
         self._stop_at: float | None = None
@@ -250,6 +252,8 @@ class Relay:
             except RelayStopped:
                 break
             self.last_cycle_at = time.monotonic()
+            if self.on_progress is not None:
+                self.on_progress()
             # A denied write holds its cycle until it goes: a cycle that ended waits on none.
             self.denied.clear()
             metrics.relay_polled()

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -77,6 +77,7 @@ class RelayRunner:
 
     settings: Settings
     on_pause: OnPause | None = None
+    on_progress: Callable[[], None] | None = None  # after every cycle that ended
     sample: bool = True
     engine: AsyncEngine = field(init=False)
     broker: KafkaBroker = field(init=False)
@@ -104,6 +105,7 @@ class RelayRunner:
             config,
             on_pause=self.on_pause,
             topics=topics,
+            on_progress=self.on_progress,
         )
 
     def start(self) -> None:

@@ -101,7 +101,12 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
         )
         pauses.resumed()
         prefilter = build_prefilter(settings, identity)
-    relay = RelayRunner(settings, on_pause=pauses.on_pause) if settings.relay_enabled else None
+    relay_pauses = pauses.Outside("relay")
+    relay = (
+        RelayRunner(settings, on_pause=relay_pauses.on_pause, on_progress=relay_pauses.resumed)
+        if settings.relay_enabled
+        else None
+    )
     processor = BatchProcessor(
         sessions=session_factory(engine),
         registry=registry,
