@@ -82,7 +82,13 @@ Topic = Annotated[
     typer.Option(help="Base topic whose dead-letter topic to use (default: $ORDER_TOPIC)."),
 ]
 EventId = Annotated[str | None, typer.Option("--event-id", help="Only this eventId.")]
-Consumer = Annotated[str | None, typer.Option(help="Only records dead for this consumer group.")]
+Consumer = Annotated[
+    str | None,
+    typer.Option(
+        help="Only records dead for this consumer (its name, as in @handler(consumer=...)); "
+        "poison records are nobody's and are left out."
+    ),
+]
 Reason = Annotated[DeadReason | None, typer.Option(help="Only this dlt-reason.")]
 Since = Annotated[
     str | None,
@@ -102,7 +108,9 @@ Limit = Annotated[int | None, typer.Option(min=1, help="At most this many (oldes
 Timeout = Annotated[
     float, typer.Option(min=1, help="Give up reading the dead-letter topic after these seconds.")
 ]
-Execute = Annotated[bool, typer.Option("--execute", help="Publish (default: a dry run).")]
+Execute = Annotated[
+    bool, typer.Option("--execute", help="Do it: publish the records (default: a dry run).")
+]
 Force = Annotated[
     bool, typer.Option("--force", help="Also act on resolved, skipped and retrying records.")
 ]
