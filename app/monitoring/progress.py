@@ -75,6 +75,10 @@ class Progress:
         self._tokens += 1
         token = self._tokens
         self._in_flight[token] = self._oldest_due(records)
+        # A partition's first batch since its assignment: until it commits, its records count
+        # as waiting from its first offset (the fetch position is already past them).
+        for record in records:
+            self._next.setdefault((record.topic, record.partition), record.offset)
         started = time.monotonic()
         try:
             with batch_scope():
@@ -119,9 +123,7 @@ class Progress:
 
     def records_waiting(self, lag: dict[TopicPartition, int]) -> int:
         """Records behind in ``lag``, but for topics whose batch waits for a due time."""
-        return sum(
-            behind for (topic, _), behind in lag.items() if not self._waiting.get(topic)
-        )
+        return sum(behind for (topic, _), behind in lag.items() if not self._waiting.get(topic))
 
     def oldest_unprocessed_age(self) -> float:
         """Seconds since the oldest record in flight was produced (0: nothing in flight)."""
@@ -132,8 +134,9 @@ class Progress:
     async def lag(self, source: PartitionSource) -> dict[TopicPartition, int]:
         """High watermark minus the next offset to process, per assigned partition.
 
-        A partition without a batch processed since it was assigned counts from the
-        consumer's position (where faust resumed: the committed offset).
+        A partition counts from its first batch's first offset while that batch is in
+        flight, and without a batch since it was assigned from the consumer's position
+        (where faust resumed: the committed offset).
         """
         assigned = source.assignment()
         self._next = {tp: offset for tp, offset in self._next.items() if tp in assigned}

@@ -2,8 +2,9 @@
 
 Contract: ``Progress`` reports, per assigned partition, the high watermark minus
 the next offset to process: after a batch returned from the pipeline (its
-database commit), the offset after its last record; before any batch since the
-assignment, the consumer's position. Revoked partitions disappear. The oldest
+database commit), the offset after its last record; while the first batch since the
+assignment is in flight, its first record's offset (the fetch position is already past
+it); before any batch, the consumer's position. Revoked partitions disappear. The oldest
 unprocessed age is the time since the oldest record of a batch in flight became
 due (its timestamp, or a retry record's retry-due-at), 0 when nothing is in
 flight; a batch that raised is no longer in flight and moves no offset.
@@ -126,3 +127,23 @@ async def test_a_batch_that_raised_moves_no_offset() -> None:
         await progress.run(stopping, [record(0, 2), record(0, 3)])
     assert progress.oldest_unprocessed_age() == 0
     assert await progress.lag(consumer) == {("t", 0): 8}
+
+
+async def test_a_first_batch_in_flight_counts_from_its_first_record() -> None:
+    # The fetch position is past the fetched records; the first batch since the assignment
+    # has not committed them (the database is down, say): they still wait.
+    progress = Progress(clock=lambda: NOW)
+    consumer = FakeConsumer({("t", 0), ("t", 1)}, {("t", 0): 11, ("t", 1): 7})
+    consumer.positions = {("t", 0): 11, ("t", 1): 7}
+    release = asyncio.Event()
+
+    async def stuck(records: Sequence[RawRecord]) -> list[Outcome]:
+        await release.wait()
+        return done(records)
+
+    running = asyncio.create_task(progress.run(stuck, [record(0, 3), record(0, 4), record(1, 6)]))
+    await asyncio.sleep(0)
+    assert await progress.lag(consumer) == {("t", 0): 8, ("t", 1): 1}
+    release.set()
+    await running
+    assert await progress.lag(consumer) == {("t", 0): 6, ("t", 1): 0}
