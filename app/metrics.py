@@ -199,13 +199,15 @@ PAUSES = Counter(
 )
 PAUSE_SECONDS = Counter(
     "effectively_once_infrastructure_pause_seconds_total",
-    "Seconds spent paused waiting for a dependency.",
+    "Seconds of back-off the pauses planned, each pausing step its own (concurrent "
+    "consumers add up; a pause may end sooner when the step is cancelled).",
     ["dependency"],
     registry=REGISTRY,
 )
 PAUSED = Gauge(
     "effectively_once_paused",
-    "1 while a batch in flight (or start-up) is paused on an infrastructure failure, else 0.",
+    "1 while a batch in flight, start-up or the relay (until its next cycle ends) is paused "
+    "on an infrastructure failure, else 0.",
     registry=REGISTRY,
 )
 
