@@ -11,17 +11,19 @@ change a password. Once running, the same refusal is an outage (the worker pause
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiomysql
 import pytest
 from sqlalchemy.engine import make_url
 
 from app.db.timeouts import DEFAULT_TIMEOUTS
 from tests.conftest import unavailable
-from tests.integration.support.databases import MARIADB_SERVER
+from tests.integration.support.databases import (
+    MARIADB_SERVER,
+    ServiceUnavailable,
+    mariadb_execute,
+)
 from tests.integration.support.own_servers import free_port
 from tests.integration.support.relays import Relays
 from tests.integration.support.tls_postgres import TlsPostgres
@@ -51,23 +53,10 @@ async def _postgres(request: pytest.FixtureRequest) -> tuple[str, str]:
 
 
 async def _mariadb_run(statement: str) -> None:
-    server = make_url(MARIADB_SERVER)
     try:
-        conn = await aiomysql.connect(
-            host=server.host,
-            port=server.port or 3306,
-            user=server.username,
-            password=server.password or "",
-        )
-    except (OSError, aiomysql.Error) as exc:
-        unavailable(f"MariaDB at {server.host}:{server.port}: {exc!r}")
-    try:
-        async with conn.cursor() as cursor:
-            with warnings.catch_warnings():  # "can't drop user ...; it doesn't exist": IF EXISTS
-                warnings.simplefilter("ignore")
-                await cursor.execute(statement)
-    finally:
-        conn.close()
+        await mariadb_execute(statement)
+    except ServiceUnavailable as exc:
+        unavailable(str(exc))
 
 
 async def _mariadb(_: pytest.FixtureRequest) -> tuple[str, str]:

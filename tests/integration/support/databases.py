@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
+import warnings
 from pathlib import Path
 
 import aiomysql
@@ -43,7 +44,7 @@ class Databases:
             server = make_url(POSTGRES_SERVER)
             return str(server.set(drivername="postgresql+asyncpg", database=name))
         if backend == "mariadb":
-            await _mariadb(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+            await mariadb_execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
             self._created.append((backend, name))
             server = make_url(MARIADB_SERVER)
             return str(server.set(drivername="mysql+aiomysql", database=name))
@@ -57,7 +58,7 @@ class Databases:
                 # FORCE: a worker killed a moment ago may still hold a connection.
                 await _postgres(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             else:
-                await _mariadb(f"DROP DATABASE IF EXISTS `{name}`")
+                await mariadb_execute(f"DROP DATABASE IF EXISTS `{name}`")
 
 
 async def _postgres(statement: str) -> None:
@@ -79,7 +80,10 @@ async def _postgres(statement: str) -> None:
         await conn.close()
 
 
-async def _mariadb(statement: str) -> None:
+async def mariadb_execute(statement: str) -> None:
+    """Run ``statement`` on the MariaDB server as its admin (the server's notes, such as
+    ``IF EXISTS`` finding nothing, are not warnings); ``ServiceUnavailable`` if it does not
+    answer."""
     server = make_url(MARIADB_SERVER)
     try:
         conn = await aiomysql.connect(
@@ -93,6 +97,8 @@ async def _mariadb(statement: str) -> None:
         raise ServiceUnavailable(f"MariaDB at {server.host}:{server.port}: {exc!r}") from exc
     try:
         async with conn.cursor() as cursor:
-            await cursor.execute(statement)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await cursor.execute(statement)
     finally:
         conn.close()
