@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from typing import Any
 
 
-def withhold(events: Iterable[Any]) -> None:
-    """Keep faust from committing the offsets of ``events`` (not processed to the end)."""
-    for event in events:
+def withhold(messages: Iterable[Any]) -> None:
+    """Keep faust from committing the offsets of ``messages`` (not processed to the end)."""
+    for message in messages:
         # Message.ack() is a no-op once ``acked`` is set, so the consumer's
         # committable offsets never include this message.
-        event.message.acked = True
+        message.acked = True

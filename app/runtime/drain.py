@@ -25,6 +25,11 @@ records the seek went back to would be dropped as read already, or skipped as a 
 and committed past while nobody processed them), and the rest of its fetch is not
 delivered: the next fetch reads them again from the new positions. ``seek_epoch``
 (``transport``) counts the seeks.
+
+The records of a topic with an ``Inbox`` (``app.inboxes``: the framework's agents;
+the bench's bare faust agent has none) skip the conductor: they are appended to the
+inbox, with no turn of the loop, unless the flow is stopped or the inbox is full; the
+append then races the flow's suspension as a delivery does (``inbox``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import Any
 
 from faust.transport.consumer import CONSUMER_FETCHING
 
+from app.runtime.inbox import Inbox
 from app.runtime.offsets import gap_to_add
 
 YIELD_EVERY = 100  # records delivered between two turns of the loop, as in faust
@@ -56,6 +62,13 @@ def can_block(consumer: Any, message: Any) -> bool:
     return any(channel.queue.full() for channel in channels)
 
 
+def inbox_can_block(consumer: Any, inbox: Inbox) -> bool:
+    """True when appending to ``inbox`` now might wait: the flow is stopped, or it is full."""
+    return (
+        consumer.suspend_flow.is_set() or not consumer.app.flow_control.is_active() or inbox.full()
+    )
+
+
 async def drain_messages(consumer: Any, fetcher: Any) -> None:
     """faust's ``Consumer._drain_messages`` (the fetcher's loop) with the direct delivery."""
     callback = consumer.callback
@@ -63,6 +76,9 @@ async def drain_messages(consumer: Any, fetcher: Any) -> None:
     set_read_offset = consumer._read_offset.__setitem__
     commit_every = consumer._commit_every
     acks_enabled_for = consumer.app.topics.acks_enabled_for
+    flow_control = consumer.app.flow_control
+    # Topics whose records skip faust's conductor (``inbox``); the bare faust app has none.
+    inboxes: dict[str, Inbox] = getattr(consumer.app, "inboxes", None) or {}
     since_yield = 0
     try:
         while not (consumer._stopped.is_set() or fetcher._stopped.is_set()):
@@ -91,10 +107,18 @@ async def drain_messages(consumer: Any, fetcher: Any) -> None:
                 if commit_every is not None and consumer._n_acked >= commit_every:
                     consumer._n_acked = 0
                     await consumer.commit()
-                if can_block(consumer, message):
-                    await consumer.wait_first(callback(message), consumer.suspend_flow.wait())
+                inbox = inboxes.get(message.topic)
+                if inbox is None:
+                    if can_block(consumer, message):
+                        await consumer.wait_first(callback(message), consumer.suspend_flow.wait())
+                    else:
+                        await callback(message)
+                elif inbox_can_block(consumer, inbox):
+                    await consumer.wait_first(
+                        inbox.put_when_open(flow_control, message), consumer.suspend_flow.wait()
+                    )
                 else:
-                    await callback(message)
+                    inbox.put(message)
                 if consumer.seek_epoch != epoch:
                     break  # sought meanwhile: the read offset is the seek's
                 set_read_offset(tp, offset)

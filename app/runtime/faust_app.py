@@ -28,6 +28,7 @@ from app.runtime.assignor import PartitionAssignor
 from app.runtime.batches import BatchGivenUp, run_batches
 from app.runtime.broker_wait import wait_for_broker
 from app.runtime.garbage import tune_garbage_collector
+from app.runtime.inbox import Inbox
 from app.runtime.intake import Intake
 from app.runtime.records import to_record
 from app.runtime.services import Services, start_services
@@ -72,6 +73,7 @@ def create_app(
     if settings.log_format == "json":
         app.on_worker_init.connect(capture_standard_streams)
     app.broker_clients = clients
+    app.inboxes = {}
     if settings.topics_declare:
         app.topics_first = _declarer(settings)
     set_fetch_max_wait(app, settings.fetch_max_wait_ms)
@@ -102,6 +104,8 @@ class App(faust.App):
     topics_first: Callable[[], Awaitable[None]] | None = None
     # Waited for before anything of faust connects (``broker_wait``); None: not waited for.
     broker_clients: KafkaClients | None = None
+    # The agents' topics, whose records the fetch loop hands to their inboxes (``inbox``).
+    inboxes: dict[str, Inbox]
 
     async def on_first_start(self) -> None:
         instance = self.conf.consumer_group_instance_id
@@ -158,7 +162,7 @@ def _topic(app: faust.App, settings: Settings, name: str) -> Any:
 
 
 def _agent(
-    app: faust.App,
+    app: App,
     topic: Any,
     services: _LazyServices,
     progress: Progress,
@@ -170,25 +174,27 @@ def _agent(
     async def consume(stream: Any) -> None:
         processor = (await services.get()).processor
 
-        intake = Intake(stream)
+        intake = Intake(stream, inbox)
 
-        async def process(events: list[Any]) -> None:
-            records = [to_record(e) for e in events]
+        async def process(messages: list[Any]) -> None:
+            records = [to_record(m) for m in messages]
             if wait_until_due:
                 try:
                     with progress.waiting_until_due(records[0].topic):
-                        await due.wait_until_due(records, lambda: intake.holds(events))
+                        await due.wait_until_due(records, lambda: intake.holds(messages))
                 except BatchGivenUp as given_up:
                     log.info("%s: %s; left to the partitions' next owner", name, given_up)
                     raise
             outcomes = await progress.run(processor.process, records)
-            log.debug("%s: batch of %d, %d outcomes", name, len(events), len(outcomes))
+            log.debug("%s: batch of %d, %d outcomes", name, len(messages), len(outcomes))
 
         # Acked batch by batch, only after process() returned: after the commit.
         await intake.start()
         await run_batches(
             intake, settings.batch_size, settings.batch_wait_seconds, process, _behind(app)
         )
+
+    inbox = app.inboxes[topic.get_topic_name()] = Inbox(app.conf.stream_buffer_maxsize)
 
     # A crash (a bug, not an event's failure) stops the whole worker: restarting just
     # the agent would go on past the withheld batch, and a later commit could cover it.
@@ -199,10 +205,9 @@ def _agent(
 
 
 def _behind(app: faust.App) -> Callable[[Any], int]:
-    """How many records the broker holds after ``event`` in its partition (0: unknown)."""
+    """How many records the broker holds after ``message`` in its partition (0: unknown)."""
 
-    def behind(event: Any) -> int:
-        message = event.message
+    def behind(message: Any) -> int:
         try:
             highwater = app.consumer.highwater(message.tp)
         except Exception:  # not assigned (any more): no backlog to speak of

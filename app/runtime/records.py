@@ -7,9 +7,8 @@ from typing import Any
 from app.records import RawRecord
 
 
-def to_record(event: Any) -> RawRecord:
-    """The broker-neutral copy of a faust event's message."""
-    message = event.message
+def to_record(message: Any) -> RawRecord:
+    """The broker-neutral copy of a faust message."""
     headers = message.headers or ()
     if isinstance(headers, dict):
         headers = headers.items()

@@ -35,11 +35,6 @@ class FakeMessage:
 
 
 @dataclass
-class FakeEvent:
-    message: FakeMessage
-
-
-@dataclass
 class FakeStream:
     """Hands out ``count`` events, ``gap`` seconds apart (else all that fit at once);
     records what was read and acked."""
@@ -47,11 +42,11 @@ class FakeStream:
     count: int
     gap: float = 0.0
     read: list[int] = field(default_factory=list)
-    handed: list[FakeEvent] = field(default_factory=list)
+    handed: list[FakeMessage] = field(default_factory=list)
     acked: list[int] = field(default_factory=list)
     takes: list[int] = field(default_factory=list)  # ``most`` of every take
 
-    async def take(self, most: int) -> list[FakeEvent]:
+    async def take(self, most: int) -> list[FakeMessage]:
         assert most > 0
         self.takes.append(most)
         if len(self.read) == self.count:
@@ -63,17 +58,17 @@ class FakeStream:
         offsets = range(len(self.read), min(self.count, len(self.read) + (1 if self.gap else most)))
         return [self._hand(offset) for offset in offsets]
 
-    def _hand(self, offset: int) -> FakeEvent:
+    def _hand(self, offset: int) -> FakeMessage:
         self.read.append(offset)
-        self.handed.append(FakeEvent(FakeMessage(offset)))
+        self.handed.append(FakeMessage(offset))
         return self.handed[-1]
 
-    def ack(self, events: list[FakeEvent]) -> None:
-        self.acked += [event.message.offset for event in events]
+    def ack(self, events: list[FakeMessage]) -> None:
+        self.acked += [message.offset for message in events]
 
 
 def offsets(batch: list[Any]) -> list[int]:
-    return [event.message.offset for event in batch]
+    return [event.offset for event in batch]
 
 
 async def run_until(stream: FakeStream, process: Any, size: int, within: float, done: Any) -> None:
@@ -152,7 +147,7 @@ async def test_a_partial_batch_goes_once_its_oldest_event_waited_within() -> Non
 
 async def test_a_failing_batch_and_what_was_read_ahead_are_withheld_not_acked() -> None:
     stream = FakeStream(count=30)
-    seen: list[FakeEvent] = []
+    seen: list[FakeMessage] = []
 
     class Bug(Exception):
         pass
@@ -168,8 +163,8 @@ async def test_a_failing_batch_and_what_was_read_ahead_are_withheld_not_acked() 
 
     assert stream.acked == list(range(10))
     assert stream.read == list(range(30))
-    assert [e.message.offset for e in seen] == list(range(20))
-    withheld = [e.message.offset for e in stream.handed if e.message.acked]
+    assert [e.offset for e in seen] == list(range(20))
+    withheld = [e.offset for e in stream.handed if e.acked]
     assert withheld == stream.read[10:]  # the failed batch and the one read ahead
 
 
@@ -179,7 +174,7 @@ class PushedStream(FakeStream):
 
     queue: asyncio.Queue[int] = field(default_factory=asyncio.Queue)
 
-    async def take(self, most: int) -> list[FakeEvent]:
+    async def take(self, most: int) -> list[FakeMessage]:
         offsets = [await self.queue.get()]
         self.takes.append(most)
         while len(offsets) < most and not self.queue.empty():
@@ -264,7 +259,7 @@ async def test_while_a_batch_is_processed_events_are_taken_in_bulk_not_one_wake_
 class EndingStream(FakeStream):
     """Hands out its events, then ends as a stopping agent's channel does."""
 
-    async def take(self, most: int) -> list[FakeEvent]:
+    async def take(self, most: int) -> list[FakeMessage]:
         if len(self.read) == self.count:
             raise StopAsyncIteration
         return await super().take(most)
@@ -294,8 +289,8 @@ async def test_a_batch_given_up_is_withheld_and_the_next_one_goes_on() -> None:
 
     await asyncio.wait_for(run_batches(stream, 3, 0.01, process), 5)
 
-    given_up = [event for event in stream.handed if event.message.offset in (0, 1, 2)]
-    assert all(event.message.acked for event in given_up)  # withheld: marked, not acked
+    given_up = [event for event in stream.handed if event.offset in (0, 1, 2)]
+    assert all(event.acked for event in given_up)  # withheld: marked, not acked
     assert 0 not in stream.acked and 1 not in stream.acked and 2 not in stream.acked
     assert [offset for batch in processed for offset in batch] == [3, 4, 5]
     assert stream.acked == [3, 4, 5]

@@ -11,6 +11,10 @@ delivered does not move the read offset the seek set, and the rest are not deliv
 (the next fetch reads from the new positions). Otherwise the records the seek went back
 to would be dropped as read already, or skipped as a gap, and their offsets committed
 past while nobody processed them.
+
+A topic with an ``Inbox`` (the framework's agents) skips the conductor: its records are
+appended to the inbox, in order, unless the flow is stopped or the inbox is full; then
+the append races the flow's suspension the same way.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from app.runtime.drain import can_block, drain_messages
+from app.runtime.drain import can_block, drain_messages, inbox_can_block
+from app.runtime.inbox import Inbox
 
 TOPIC = "orders"
 
@@ -87,6 +92,9 @@ class FakeConsumer:
 
     def is_active(self) -> bool:
         return self.flow_active
+
+    async def acquire(self) -> None:
+        """faust's ``FlowControlEvent.acquire``: the flow runs in these tests' races."""
 
     def acks_enabled_for(self, topic: str) -> bool:
         return True
@@ -188,3 +196,48 @@ async def test_a_seek_during_a_delivery_ends_the_fetch_and_keeps_its_read_offset
     await drain(consumer)
     assert consumer.delivered == [5, *range(first, 8)]  # 6 and 7 of the old fetch dropped
     assert consumer._read_offset["tp"] == 7
+
+
+def with_inbox(offsets: list[int], capacity: int = 10) -> tuple[FakeConsumer, Inbox]:
+    consumer = FakeConsumer(offsets)
+    inbox = Inbox(capacity)
+    consumer.inboxes = {TOPIC: inbox}  # type: ignore[attr-defined]
+    return consumer, inbox
+
+
+async def test_records_of_a_topic_with_an_inbox_skip_the_conductor() -> None:
+    consumer, inbox = with_inbox([1, 2, 3])
+    await drain(consumer)
+    assert consumer.delivered == []  # not one through the conductor
+    assert [m.offset for m in await inbox.take(10)] == [1, 2, 3]
+    assert consumer.raced == []
+    assert consumer._read_offset["tp"] == 3
+
+
+async def test_a_full_inbox_makes_the_append_race_the_suspension() -> None:
+    consumer, inbox = with_inbox([1, 2, 3, 4], capacity=2)
+    taken: list[int] = []
+
+    async def agent() -> None:
+        while len(taken) < 4:
+            taken.extend(m.offset for m in await inbox.take(1))
+
+    taking = asyncio.ensure_future(agent())
+    await drain(consumer)
+    await asyncio.wait_for(taking, 1)
+    assert taken == [1, 2, 3, 4]
+    assert consumer.raced  # the inbox filled at least once
+    assert consumer.delivered == []
+
+
+@pytest.mark.parametrize("condition", ["suspended", "flow stopped", "inbox full"])
+async def test_each_condition_can_block_an_append(condition: str) -> None:
+    consumer, inbox = with_inbox([1], capacity=1)
+    assert not inbox_can_block(consumer, inbox)
+    if condition == "suspended":
+        consumer.suspend_flow.set()
+    elif condition == "flow stopped":
+        consumer.flow_active = False
+    else:
+        inbox.put(Message(0))
+    assert inbox_can_block(consumer, inbox)

@@ -1,0 +1,142 @@
+"""``Inbox`` and ``Intake`` against a real faust app (no broker): what an agent takes and acks.
+
+- every message waiting in the inbox comes in one ``take``, in delivery order,
+  ``most`` at most; ``take`` waits while nothing is waiting;
+- a message fetched in an earlier generation of the group's assignment, or taken
+  while flow control is suspended (a rebalance), is dropped: neither taken nor
+  tracked nor acked;
+- a message taken is tracked in faust's consumer (faust waits for it before a
+  rebalance's commit) and the sensors hear of it coming in; ``ack`` makes its offset
+  committable and the sensors hear of it going out;
+- a delivery to a full inbox, or while the flow is suspended, waits for room and for
+  the flow to resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import faust
+import pytest
+from faust.sensors import Sensor
+from faust.types.tuples import TP, ConsumerMessage
+
+from app.runtime.inbox import Inbox
+from app.runtime.intake import Intake
+
+TOPIC = "orders"
+
+
+class Recorder(Sensor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.went_in: list[int] = []
+        self.went_out: list[int] = []
+
+    def on_message_in(self, tp: TP, offset: int, message: Any) -> None:
+        self.went_in.append(offset)
+
+    def on_message_out(self, tp: TP, offset: int, message: Any) -> None:
+        self.went_out.append(offset)
+
+
+@pytest.fixture
+async def faust_app() -> AsyncIterator[tuple[faust.App, Intake, Inbox, Recorder]]:
+    app = faust.App("intake-test", broker="kafka://127.0.0.1:1", store="memory://")
+    topic = app.topic(TOPIC, key_serializer="raw", value_serializer="raw")
+    app.topics.add(topic)
+    # What the conductor does when the worker starts: note which topics are acked.
+    await app.topics._update_indices()
+    recorder = Recorder()
+    app.sensors.add(recorder)
+    app.flow_control.resume()  # as after a partition assignment
+    inbox = Inbox(capacity=4)
+    yield app, Intake(app.stream(topic), inbox), inbox, recorder
+
+
+def message(app: faust.App, offset: int, generation: int | None = None) -> ConsumerMessage:
+    """A fetched record as the consumer makes it."""
+    generation = app.consumer_generation_id if generation is None else generation
+    return ConsumerMessage(TOPIC, 0, offset, 0.0, 0, {}, b"k", b"v", None, generation_id=generation)
+
+
+def offsets(messages: list[Any]) -> list[int]:
+    return [m.offset for m in messages]
+
+
+async def test_takes_every_waiting_message_at_once_most_at_most(faust_app: Any) -> None:
+    app, intake, inbox, _ = faust_app
+    for offset in range(4):
+        inbox.put(message(app, offset))
+
+    assert offsets(await intake.take(3)) == [0, 1, 2]
+    assert offsets(await intake.take(3)) == [3]
+
+    waiting = asyncio.ensure_future(intake.take(3))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # nothing delivered: it waits
+    inbox.put(message(app, 4))
+    assert offsets(await asyncio.wait_for(waiting, 1)) == [4]
+
+
+async def test_messages_of_an_earlier_generation_or_a_suspended_flow_are_dropped(
+    faust_app: Any,
+) -> None:
+    app, intake, inbox, recorder = faust_app
+    current = app.consumer_generation_id
+    stale = message(app, 0, generation=current - 1)
+    inbox.put(stale)
+    inbox.put(message(app, 1))
+    assert offsets(await intake.take(10)) == [1]
+
+    app.flow_control.suspend()  # a rebalance began after this one was delivered
+    suspended = message(app, 2)
+    inbox.put(suspended)
+    taking = asyncio.ensure_future(intake.take(10))
+    await asyncio.sleep(0.05)
+    assert not taking.done()  # the suspended delivery was dropped, nothing else waits
+    taking.cancel()
+
+    assert not stale.acked and not suspended.acked
+    assert not stale.tracked and not suspended.tracked
+    assert recorder.went_in == [1]
+
+
+async def test_taking_tracks_and_ack_makes_offsets_committable(faust_app: Any) -> None:
+    app, intake, inbox, recorder = faust_app
+    for offset in range(3):
+        inbox.put(message(app, offset))
+    taken = await intake.take(10)
+    tp = TP(TOPIC, 0)
+    assert list(app.consumer._acked[tp]) == []
+    # Tracked as pending, so that faust waits for them before a rebalance's commit.
+    assert {m.offset for m in app.consumer._unacked_messages} == {0, 1, 2}
+    assert recorder.went_in == [0, 1, 2] and recorder.went_out == []
+
+    intake.ack(taken)
+
+    assert list(app.consumer._acked[tp]) == [0, 1, 2]
+    assert all(m.acked for m in taken)
+    assert not app.consumer._unacked_messages
+    assert recorder.went_out == [0, 1, 2]
+
+
+async def test_a_delivery_waits_for_room_and_for_the_flow(faust_app: Any) -> None:
+    app, intake, inbox, _ = faust_app
+    for offset in range(4):
+        inbox.put(message(app, offset))
+    assert inbox.full()
+
+    app.flow_control.suspend()
+    delivery = asyncio.ensure_future(inbox.put_when_open(app.flow_control, message(app, 4)))
+    await asyncio.sleep(0.05)
+    assert not delivery.done()  # the flow is stopped
+    app.flow_control.resume()
+    await asyncio.sleep(0.05)
+    assert not delivery.done()  # and the inbox is full
+
+    assert offsets(await intake.take(2)) == [0, 1]
+    await asyncio.wait_for(delivery, 1)
+    assert offsets(await intake.take(10)) == [2, 3, 4]
