@@ -108,13 +108,9 @@ async def test_the_relay_process_ends_with_one_line(
     name, settings = refusal
     database = f"sqlite+aiosqlite:///{tmp_path / 'outbox.db'}"
     await upgrade_to_head(database)
-    relays = Relays(tmp_path / "relays")
-    try:
-        relay = relays.start(database, settings["BROKER_URL"], env=settings)
-        code = relay.process.wait(timeout=WITHIN)
-    finally:
-        relays.kill_all()
-    log = relay.log()
+    code, log = Relays(tmp_path / "relays").run_to_exit(
+        database, settings["BROKER_URL"], WITHIN, env=settings
+    )
     assert code == 2, log
     line = one_line(log, SAYS[name], settings)
     assert "the relay cannot run: cannot connect to the broker at" in line, line
@@ -138,7 +134,7 @@ async def test_the_worker_ends_with_one_line(
 ) -> None:
     name, settings = refusal
     worker = workers.start(f"sqlite+aiosqlite:///{tmp_path / 'worker.db'}", env=settings)
-    code = worker.process.wait(timeout=WITHIN)
+    code = worker.exit_code(WITHIN)
     log = worker.log()
     assert code == 2, log
     line = one_line(log, SAYS[name], settings)

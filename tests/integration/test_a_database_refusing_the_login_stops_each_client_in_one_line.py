@@ -102,7 +102,7 @@ def one_line(log: str, prefix: str, says: str) -> None:
 async def test_the_worker_ends_with_one_line(refused: tuple[str, str], workers: Workers) -> None:
     url, says = refused
     worker = workers.start(url)
-    code = worker.process.wait(timeout=WITHIN)
+    code = worker.exit_code(WITHIN)
     assert code == 2, worker.log()
     one_line(worker.log(), "effectively-once: configuration error: ", says)
 
@@ -111,11 +111,6 @@ async def test_the_relay_process_ends_with_one_line(
     refused: tuple[str, str], stream: Stream, tmp_path: Path
 ) -> None:
     url, says = refused
-    relays = Relays(tmp_path / "relays")
-    try:
-        relay = relays.start(url, stream.broker_url)
-        code = relay.process.wait(timeout=WITHIN)
-    finally:
-        relays.kill_all()
-    assert code == 2, relay.log()
-    one_line(relay.log(), "effectively-once relay: ", says)
+    code, log = Relays(tmp_path / "relays").run_to_exit(url, stream.broker_url, WITHIN)
+    assert code == 2, log
+    one_line(log, "effectively-once relay: ", says)

@@ -147,7 +147,7 @@ def _expected(prefix: str, says: str) -> str:
 async def test_the_worker_ends_with_one_line(refused: tuple[str, str], workers: Workers) -> None:
     url, says = refused
     worker = workers.start(url)
-    code = worker.process.wait(timeout=WITHIN)
+    code = worker.exit_code(WITHIN)
     log = worker.log()
     assert code == 2, log
     one_line(log, _expected(WORKER, says))
@@ -159,12 +159,6 @@ async def test_the_relay_process_ends_with_one_line(
     refused: tuple[str, str], stream: Stream, tmp_path: Path
 ) -> None:
     url, says = refused
-    relays = Relays(tmp_path / "relays")
-    try:
-        relay = relays.start(url, stream.broker_url)
-        code = relay.process.wait(timeout=WITHIN)
-    finally:
-        relays.kill_all()
-    log = relay.log()
+    code, log = Relays(tmp_path / "relays").run_to_exit(url, stream.broker_url, WITHIN)
     assert code == 2, log
     one_line(log, _expected(RELAY, says))

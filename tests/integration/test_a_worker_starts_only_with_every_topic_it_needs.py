@@ -59,7 +59,7 @@ def billing_env(folder: Path, stream: Stream, **extra: str) -> dict[str, str]:
 
 def the_one_line(worker: WorkerProcess) -> str:
     """The worker ended with code 2 and logged one line, which it returns."""
-    code = worker.process.wait(timeout=WITHIN)
+    code = worker.exit_code(WITHIN)
     log = worker.log()
     assert code == 2, log
     assert "Traceback" not in log, log

@@ -139,7 +139,7 @@ async def test_a_redis_whose_certificate_it_cannot_trust_stops_the_worker_in_one
 ) -> None:
     stranger = CertificateAuthority(tmp_path / "stranger", "a stranger's CA")
     worker = workers.start(database_url, env={"REDIS_URL": tls_redis.url(stranger.cert)})
-    code = worker.process.wait(timeout=WITHIN)
+    code = worker.exit_code(WITHIN)
     log = worker.log()
     assert code == 2, log
     assert "Traceback" not in log, log

@@ -68,6 +68,22 @@ class Relays:
         self.started.append(relay)
         return relay
 
+    def run_to_exit(
+        self,
+        database_url: str,
+        broker_url: str,
+        within: float,
+        env: Mapping[str, str] | None = None,
+    ) -> tuple[int | None, str]:
+        """Start a relay and give it ``within`` seconds to end: its exit code (None: it still
+        ran, and was killed) and its log."""
+        relay = self.start(database_url, broker_url, env)
+        try:
+            code = relay.exit_code(within)
+        finally:
+            relay.kill()
+        return code, relay.log()
+
     def kill_all(self) -> None:
         """SIGKILL every relay still running."""
         for relay in self.started:

@@ -57,6 +57,14 @@ class ChildProcess:
         """True while the process has not exited."""
         return self.process.poll() is None
 
+    def exit_code(self, within: float) -> int | None:
+        """The exit code, once the process has ended within ``within`` seconds; None while it
+        still runs then (the caller kills it, and its log says where it waited)."""
+        try:
+            return self.process.wait(timeout=within)
+        except subprocess.TimeoutExpired:
+            return None
+
     def kill(self) -> None:
         """SIGKILL the process, as a crash or an OOM kill would, and reap it."""
         if self.alive:
