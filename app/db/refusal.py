@@ -19,6 +19,7 @@ import ssl
 from sqlalchemy.engine import make_url
 
 from app.db.engine import create_engine
+from app.db.error_code import error_code
 from app.db.timeouts import DbTimeouts
 from app.errors import DatabaseRefused
 
@@ -63,12 +64,11 @@ _MYSQL_LOGIN = {1044, 1045, 1698}
 
 def _login_refused(cause: BaseException) -> str | None:
     """The server's own words when ``cause`` is its refusal of the login, else None."""
-    state = getattr(cause, "sqlstate", None)
-    args: tuple[object, ...] = tuple(getattr(cause, "args", ()))
-    if state in _PG_LOGIN:
+    code = error_code(cause)
+    if code in _PG_LOGIN:
         message = str(cause)
-    elif len(args) >= 2 and type(args[0]) is int and args[0] in _MYSQL_LOGIN:
-        message = str(args[1])
+    elif code in _MYSQL_LOGIN and len(cause.args) >= 2:
+        message = str(cause.args[1])
     else:
         return None
     return message.strip().splitlines()[0] if message.strip() else "access denied"

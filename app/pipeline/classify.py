@@ -28,6 +28,7 @@ from enum import StrEnum
 
 from sqlalchemy import exc as sa_exc
 
+from app.db.error_code import error_code
 from app.errors import InfrastructureError
 
 
@@ -55,8 +56,35 @@ _PG_CONNECTION = {"3D000", "55000", "25P03"}
 _MYSQL_CONFLICT = {1205, 1213, 1020}
 _MYSQL_STATEMENT = {1317, 1969, 3024}  # interrupted; max_statement_time; max_execution_time
 _MYSQL_CONNECTION = {
-    1021, 1030, 1037, 1038, 1040, 1041, 1042, 1043, 1044, 1045, 1049, 1053, 1114, 1129, 1130,
-    1135, 1152, 1158, 1159, 1160, 1161, 1184, 1203, 1226, 1290, 1698, 1792, 1836, 1927,
+    1021,
+    1030,
+    1037,
+    1038,
+    1040,
+    1041,
+    1042,
+    1043,
+    1044,
+    1045,
+    1049,
+    1053,
+    1114,
+    1129,
+    1130,
+    1135,
+    1152,
+    1158,
+    1159,
+    1160,
+    1161,
+    1184,
+    1203,
+    1226,
+    1290,
+    1698,
+    1792,
+    1836,
+    1927,
     4031,
 }  # fmt: skip (1044, 1045, 1698: the login or the database refused to this user)
 
@@ -116,20 +144,20 @@ _UNIQUE = {"23505", 1062, 1586, 1555, 2067}
 
 def is_unique_violation(exc: sa_exc.IntegrityError) -> bool:
     """True when ``exc`` says a row with the same unique key exists."""
-    return _code(exc.orig) in _UNIQUE
+    return error_code(exc.orig) in _UNIQUE
 
 
 def signature(exc: BaseException) -> tuple[str, str]:
     """What makes two failures "the same": the kind of fault and the error's code (or class)."""
     root = exc.__cause__ if isinstance(exc, InfrastructureError) and exc.__cause__ else exc
     orig = root.orig if isinstance(root, sa_exc.DBAPIError) else root
-    code = _code(orig)
+    code = error_code(orig)
     return (fault_of(exc).value, str(code) if code is not None else type(orig).__qualname__)
 
 
 def _by_code(orig: BaseException | None) -> Fault | None:
     """The kind of a driver error by its code; None when it carries no code we read."""
-    code = _code(orig)
+    code = error_code(orig)
     if isinstance(code, str):
         if code in _PG_CONFLICT:
             return Fault.CONFLICT
@@ -157,19 +185,3 @@ def _by_code(orig: BaseException | None) -> Fault | None:
     if code in _MYSQL_CONNECTION or 2000 <= code < 3000:
         return Fault.CONNECTION
     return Fault.EVENT
-
-
-def _code(orig: BaseException | None) -> str | int | None:
-    """PostgreSQL's SQLSTATE (text), SQLite's result code or MySQL's error number (ints)."""
-    if orig is None:
-        return None
-    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    if isinstance(state, str) and state:
-        return state
-    sqlite = getattr(orig, "sqlite_errorcode", None)
-    if isinstance(sqlite, int):
-        return sqlite
-    args = getattr(orig, "args", ())
-    if args and isinstance(args[0], int) and not isinstance(args[0], bool):
-        return args[0]
-    return None
