@@ -61,6 +61,7 @@ class Progress:
         self._in_flight: dict[int, float] = {}  # batch token -> when its oldest record was due (s)
         self._tokens = 0
         self._last_done = monotonic()  # the start counts: nothing was due before it
+        self._completed = False  # a batch completed since the start
         self._waiting: dict[str, int] = {}  # topic -> batches waiting for their due time
 
     async def run(
@@ -86,6 +87,7 @@ class Progress:
         finally:
             self._in_flight.pop(token, None)
         self._last_done = self._monotonic()
+        self._completed = True
         # A partition's records come in offset order: its last one in the batch is its newest.
         newest = {(record.topic, record.partition): record.offset for record in records}
         for tp, offset in newest.items():
@@ -120,6 +122,12 @@ class Progress:
     def since_last_batch(self) -> float:
         """Seconds since a batch last completed (or since the start, before the first)."""
         return self._monotonic() - self._last_done
+
+    @property
+    def completed_any(self) -> bool:
+        """Whether a batch completed since the start (``since_last_batch`` counts from the
+        start until one did)."""
+        return self._completed
 
     def records_waiting(self, lag: dict[TopicPartition, int]) -> int:
         """Records behind in ``lag``, but for topics whose batch waits for a due time."""

@@ -104,11 +104,18 @@ def partitions(assigned: int | None, settled: bool = False) -> Check:
     return Check("partitions", True, f"{assigned} assigned")
 
 
-def progress(waiting: int | None, idle: float, limit: float) -> Check:
+def progress(waiting: int | None, idle: float, limit: float, completed_any: bool) -> Check:
     """Batches complete: not ``idle`` for more than ``limit`` seconds while ``waiting`` records
-    wait (``None``: lag unknown, nothing to judge by)."""
+    wait (``None``: lag unknown, nothing to judge by). ``completed_any``: a batch completed
+    since the start; until one did, ``idle`` counts from the start, and the detail says so
+    (there is no last batch to give the age of)."""
     if waiting is None:
         return Check("progress", True, "lag unknown")
+    if not completed_any:
+        since = f"no batch yet in the {idle:.0f}s since the start"
+        if waiting and idle > limit:
+            return Check("progress", False, f"{since} while {waiting} record(s) wait")
+        return Check("progress", True, f"{since}, {waiting} record(s) waiting")
     if waiting and idle > limit:
         return Check(
             "progress", False, f"no batch completed for {idle:.0f}s while {waiting} record(s) wait"

@@ -136,7 +136,10 @@ def add_observability(
                 records_waiting(),
             )
             stalled = readiness.progress(
-                waiting, progress.since_last_batch(), settings.ready_stall_seconds
+                waiting,
+                progress.since_last_batch(),
+                settings.ready_stall_seconds,
+                progress.completed_any,
             )
             settled = app.rebalancing_count > 0 and not app.rebalancing
             assigned = readiness.partitions(_assigned(partitions), settled)

@@ -3,9 +3,11 @@
 Contract: the progress check passes while batches complete, or while nothing
 waits (an idle topic is no stall), and fails once no batch has completed for
 longer than the limit while the lag counts records waiting; the time counts
-from the worker's start until the first batch. A batch that raised does not
-count as completed. Lag on a topic whose batch is sleeping until its retry
-records are due is a wait intended, and does not count as records waiting.
+from the worker's start until the first batch, and until then the check says
+that no batch has run yet, and for how long since the start (no made-up age of
+a last batch). A batch that raised does not count as completed. Lag on a topic
+whose batch is sleeping until its retry records are due is a wait intended, and
+does not count as records waiting.
 Lag that cannot be read leaves the check passing (nothing to judge by).
 """
 
@@ -47,7 +49,7 @@ async def broken(records: Sequence[RawRecord]) -> list[Outcome]:
 
 def check(progress: Progress, lag: dict[tuple[str, int], int] | None) -> readiness.Check:
     waiting = None if lag is None else progress.records_waiting(lag)
-    return readiness.progress(waiting, progress.since_last_batch(), LIMIT)
+    return readiness.progress(waiting, progress.since_last_batch(), LIMIT, progress.completed_any)
 
 
 def test_records_waiting_with_no_batch_since_the_start_for_too_long_is_a_stall() -> None:
@@ -73,6 +75,23 @@ async def test_a_completed_batch_starts_the_count_again() -> None:
     clock.now += LIMIT - 1
 
     assert check(progress, {("orders", 0): 5}).ok
+
+
+async def test_before_the_first_batch_the_check_says_none_has_run_since_the_start() -> None:
+    clock = Clock()
+    progress = Progress(monotonic=clock)
+    clock.now += 24
+
+    quiet = check(progress, {("orders", 0): 0})
+    assert quiet.ok
+    assert quiet.detail == "no batch yet in the 24s since the start, 0 record(s) waiting"
+    clock.now += LIMIT
+    stalled = check(progress, {("orders", 0): 5})
+    assert stalled.detail == "no batch yet in the 84s since the start while 5 record(s) wait"
+
+    await progress.run(nothing, [record()])
+    clock.now += 3
+    assert check(progress, {("orders", 0): 0}).detail == "last batch 3s ago, 0 record(s) waiting"
 
 
 async def test_a_batch_that_raised_is_not_progress() -> None:
