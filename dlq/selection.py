@@ -57,7 +57,7 @@ class Selection:
 
     def describe(self) -> str:
         """The filters as ``name=value`` pairs, for "nothing matched" messages."""
-        parts = [f"position={p}:{o}" for p, o in sorted(self.positions)]
+        parts = [f"position={position_text(p, o)}" for p, o in sorted(self.positions)]
         named = {
             "event-id": self.event_id,
             "consumer": self.consumer,
@@ -175,6 +175,14 @@ def parse_position(text: str) -> tuple[int, int]:
             f"expected <dlt-partition>:<dlt-offset> such as 0:42 (or outbox:<id>), got {text!r}"
         )
     return int(partition), int(offset)
+
+
+def position_text(partition: int, offset: int) -> str:
+    """A position as the operator writes it, ``parse_position`` undone: ``3:17``, or
+    ``outbox:12`` for a record the relay gave up on (its partition is none of the DLT's)."""
+    if partition == UNPUBLISHED_PARTITION:
+        return f"outbox:{offset}"
+    return f"{partition}:{offset}"
 
 
 def parse_moment(text: str, now: datetime) -> datetime:

@@ -5,7 +5,8 @@ Contract: ``--event-id``, ``--consumer``, ``--reason``, DLT positions and
 matching records, and together they all must match; records come out oldest
 failure first; ``--status`` and ``--limit`` apply after the database join
 (``unknown`` for a record without a row), the limit keeping the oldest.
-Positions read ``p:o``; times read ISO-8601 (naive is UTC) or an age.
+Positions read ``p:o`` (or ``outbox:<id>``), and a selection describes them as
+they were written; times read ISO-8601 (naive is UTC) or an age.
 """
 
 from __future__ import annotations
@@ -77,6 +78,12 @@ def test_an_unset_selection_does_not_narrow() -> None:
 @pytest.mark.parametrize(("text", "expected"), [("0:42", (0, 42)), ("12:0", (12, 0))])
 def test_positions_read_partition_colon_offset(text: str, expected: tuple[int, int]) -> None:
     assert parse_position(text) == expected
+
+
+def test_a_selection_names_positions_as_the_operator_wrote_them() -> None:
+    named = Selection(positions=frozenset({parse_position("outbox:999"), parse_position("3:17")}))
+
+    assert named.describe() == "position=outbox:999, position=3:17"
 
 
 @pytest.mark.parametrize("text", ["", "3", "3:", ":4", "a:1", "1:-2", "1:2:3", "0@42"])
