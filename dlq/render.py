@@ -45,9 +45,15 @@ def aggregate(dead: DeadLetter) -> str:
 
 def table(entries: Sequence[Entry], title: str | None = None) -> Table:
     """One row per record, named by its DLT ``partition:offset`` (what ``show`` takes), or
-    ``outbox:<id>`` for one that never reached its topic (``notes`` says why)."""
+    ``outbox:<id>`` for one that never reached its topic (``notes`` says why).
+
+    A plan that acts on poison for named consumers (``--for-consumer``) has one row per
+    record and consumer: a ``for`` column names the consumer each row is for.
+    """
     grid = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
-    for name in ("DLT", "event id", "type", "aggregate", "consumer", "reason"):
+    targeted = any(entry.target is not None for entry in entries)
+    names = ("DLT", "event id", "type", "aggregate", "consumer", *(("for",) if targeted else ()))
+    for name in (*names, "reason"):
         # The long ids fold when the terminal is narrow; the short columns stay whole.
         grid.add_column(name, overflow="fold", no_wrap=name not in ("event id", "aggregate"))
     grid.add_column("tries", justify="right", no_wrap=True)
@@ -65,6 +71,7 @@ def table(entries: Sequence[Entry], title: str | None = None) -> Table:
             dead.event_type or "-",
             aggregate(dead),
             dead.consumer or "(poison)",
+            *((entry.consumer or "-",) if targeted else ()),
             dead.reason or "-",
             "-" if dead.attempts is None else str(dead.attempts),
             when(dead.last_failure_at),

@@ -135,11 +135,14 @@ def split_copies(entries: Iterable[Entry]) -> tuple[list[Entry], list[Entry]]:
 
     An event that died again after a replay has several copies in the DLT, all
     naming one ``failed_event`` row; the newest carries the right replay count.
+    The entries of one record for different consumers (poison acted on for each
+    consumer named) are no copies of each other.
     """
     listed = list(entries)
-    newest: dict[FailureKey | int, Entry] = {}
+    newest: dict[tuple[FailureKey, str | None] | int, Entry] = {}
     for entry in listed:
-        key = entry.dead.failure_key or id(entry)
+        failure = entry.dead.failure_key
+        key = (failure, entry.target) if failure is not None else id(entry)
         kept = newest.get(key)
         if kept is None or _recency(entry) > _recency(kept):
             newest[key] = entry

@@ -35,8 +35,10 @@ def letter(
     attempts: int = 3,
     replay_count: int = 0,
     value: bytes = b'{"eventId": "e-1"}',
+    readable: bool = False,
 ) -> DeadLetter:
-    """A DLT record at ``dlt_partition:dlt_offset``; ``consumer=None`` makes it poison.
+    """A DLT record at ``dlt_partition:dlt_offset``; ``consumer=None`` makes it poison, and
+    ``readable`` poison whose envelope could be read (it names the event and aggregate).
 
     It failed ``minutes`` after ``T0``, at ``original`` (partition, offset) of ``BASE``.
     """
@@ -52,7 +54,7 @@ def letter(
     )
     at = T0 + timedelta(minutes=minutes)
     error = FailureDetailPolicy(FailureDetail.FULL).describe(RuntimeError("boom"))
-    failure = Failure(consumer, error, at, event if consumer else None)
+    failure = Failure(consumer, error, at, event if consumer or readable else None)
     out = dead_letter_record(source, trip, failure, reason, attempts, DLT)
     return DeadLetter.of(
         RawRecord(DLT, dlt_partition, dlt_offset, out.key, out.value, out.headers, 2_000)

@@ -3,9 +3,11 @@
 Contract: the table has one row per record naming its DLT ``p:o`` (what
 ``show`` takes), event id, type, aggregate (``id@version``), consumer (or
 ``(poison)``), reason, attempts, last failure (UTC) and status, and marks
-older copies of a failure; ``--json`` rows carry every parsed header, the
-status and decision, and ``older_copy``; ``show`` prints every header and the
-payload, pretty when it is JSON, else the ``repr`` of its bytes.
+older copies of a failure; a plan that acts on poison for named consumers has a
+``for`` column naming the consumer of each of its rows (no copies of each
+other); ``--json`` rows carry every parsed header, the status and decision, and
+``older_copy``; ``show`` prints every header and the payload, pretty when it is
+JSON, else the ``repr`` of its bytes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 from rich.console import Console, RenderableType
 
 from dlq import render
+from dlq.actions import Action, plan
 from dlq.policy import DeadReason
 from tests.dlq_letters import entry, letter
 
@@ -43,6 +46,24 @@ def test_the_table_names_each_record_by_its_dlt_position() -> None:
     assert poison == [
         "0:5", "-", "-", "-", "(poison)", "undecodable", "1", "2024-05-01", "10:00:00", "unknown",
     ]
+
+
+def test_a_plan_for_named_consumers_names_the_consumer_of_each_row() -> None:
+    poison = letter(5, consumer=None, reason=DeadReason.INVALID_SCHEMA, attempts=1, readable=True)
+    todo = plan([entry(poison)], Action.SKIP, for_consumers=("points", "tally"))
+
+    lines = text(render.table(todo.act)).splitlines()
+
+    assert next(line for line in lines if "DLT" in line).split() == [
+        "DLT", "event", "id", "type", "aggregate", "consumer", "for", "reason", "tries", "last",
+        "failure", "(UTC)", "status",
+    ]
+    rows = [line.split() for line in lines if "0:5" in line]
+    assert [row[4:7] for row in rows] == [  # after the event id, type and aggregate
+        ["(poison)", "points", "invalid-schema"],
+        ["(poison)", "tally", "invalid-schema"],
+    ]
+    assert not any("older copy" in line for line in lines)  # one record, for two consumers
 
 
 def test_older_copies_are_marked() -> None:
