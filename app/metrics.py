@@ -8,9 +8,9 @@ batch (``record_outcomes``); everything else is set by the periodic samplers
 or by the stage that knows (prefilter, retry routing, pauses).
 
 Label values are bounded: ``consumer`` is a registered consumer (``""`` for
-poison, no consumer's), ``event_type`` a known eventType or ``other``,
-``outcome`` a ``Kind``, ``tier`` a retry tier's name (``5s``), ``reason`` a
-``dlt-reason``, ``dependency`` one of ``DEPENDENCIES``.
+poison, no consumer's), ``event_type`` a known eventType or ``other`` (``""`` for
+poison that names none), ``outcome`` a ``Kind``, ``tier`` a retry tier's name
+(``5s``), ``reason`` a ``dlt-reason``, ``dependency`` one of ``DEPENDENCIES``.
 """
 
 from __future__ import annotations

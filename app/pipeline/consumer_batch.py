@@ -280,7 +280,9 @@ class ConsumerBatch:
         self._route(routed)
         event_id = poison.envelope.event_id if poison.envelope else None
         self.outcomes.append(
-            Outcome(routed.kind, self.consumer, event_id, None, routed.detail, routed.error)
+            Outcome(
+                routed.kind, self.consumer, event_id, poison.event_type, routed.detail, routed.error
+            )
         )
 
     def _route(self, routed: Routed) -> None:

@@ -64,12 +64,15 @@ class Read(NamedTuple):
 
 
 class Poison(NamedTuple):
-    """A record that cannot become an event, and why. ``envelope`` is set when it could be read."""
+    """A record that cannot become an event, and why. ``envelope`` is set when it could be
+    read; ``event_type`` when the JSON object named one (a string), even if its envelope
+    failed: what metrics and logs count the poison under."""
 
     record: RawRecord
     error: PoisonError
     trip: Trip
     envelope: RawEnvelope | None = None
+    event_type: str | None = None
 
 
 def decode(
@@ -207,15 +210,15 @@ def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Po
     So is an operator's skip of a record whose payload fails (``dlq skip``).
     """
     record, raw, trip = item.record, item.raw, item.trip
+    event_type = item.event_type
 
     def poison(error: PoisonError, envelope: RawEnvelope | None = None) -> Decoded | Poison:
         if envelope is not None and trip.skip and trip.consumer is not None:
             # An operator skips it for that consumer, which takes its version and runs no
             # handler: the envelope is all that is read (its payload may be what killed it).
             return Decoded(record, envelope, False, trip)
-        return Poison(record, error, trip, envelope)
+        return Poison(record, error, trip, envelope, event_type)
 
-    event_type = item.event_type
     if payloads is not None and event_type is not None and event_type not in payloads:
         try:
             envelope = Event.model_validate(raw)

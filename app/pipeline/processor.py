@@ -295,7 +295,7 @@ class BatchProcessor:
                 log.info("poison record %s was dead-lettered before", p.record.position)
                 detail = DEAD_LETTERED_BEFORE
             event_id = p.envelope.event_id if p.envelope else None
-            outcomes.append(Outcome(Kind.POISON, "", event_id, None, detail, r.error))
+            outcomes.append(Outcome(Kind.POISON, "", event_id, p.event_type, detail, r.error))
         return outcomes
 
     def _outbox_written(self) -> None:

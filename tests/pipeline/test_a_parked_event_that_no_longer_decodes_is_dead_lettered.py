@@ -5,7 +5,8 @@ its gap closes (a deploy tightened a model or dropped a version) and its stored
 record no longer decodes, the drain dead-letters it for the consumer that parked
 it: one DLT record with the stored key, value and headers, ``dlt-consumer-group``
 that consumer and ``dlt-reason`` the decode error's reason; one ``failed_event``
-row of that consumer, status ``dead``; outcome ``POISON`` for that consumer. The
+row of that consumer, status ``dead``; outcome ``POISON`` for that consumer, under
+its ``eventType``. The
 parked row is gone (the event now lives in ``failed_event`` and on the DLT), the
 version stays where the drain stopped, and the aggregate's later versions wait
 for it, as they do for any dead event. Other consumers are not affected.
@@ -61,9 +62,9 @@ async def test_a_parked_event_that_no_longer_decodes_is_dead_lettered_for_its_co
 
     outcomes = await make_processor().process([first])
 
-    assert [(o.consumer, o.event_id, o.kind) for o in outcomes] == [
-        ("points", "e1", Kind.APPLIED),
-        ("points", "e2", Kind.POISON),
+    assert [(o.consumer, o.event_id, o.kind, o.event_type) for o in outcomes] == [
+        ("points", "e1", Kind.APPLIED, "OrderPaid"),
+        ("points", "e2", Kind.POISON, "OrderPaid"),
     ]
     [dead] = await outbox.records()
     headers = header_map(dead)

@@ -7,7 +7,10 @@ outcome for consumer ``""``, exactly one record on the DLT (the original key,
 value and headers; ``dlt-reason`` the reason of its ``PoisonError``, no
 ``dlt-consumer-group``: it is nobody's event) and exactly one ``failed_event``
 row with ``consumer_group = ''``, status ``dead``, that reason and the record
-exactly as it arrived, however many consumers there are. Redelivered (its
+exactly as it arrived, however many consumers there are. Its outcome, and so
+``events_total``, names the ``eventType`` the JSON object names when it names one
+(a string), whatever else failed; the label is that type if a schema knows it,
+else ``other`` (``""`` only for poison that names none). Redelivered (its
 worker was killed before the offset was committed), it is neither recorded nor
 dead-lettered again: its ``failed_event`` row, written in the transaction that put
 its DLT record in the outbox, says that record is on its way, and the row is left
@@ -20,7 +23,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from app import metrics
 from app.context import HandlerContext
+from app.metrics import REGISTRY
 from app.pipeline.outcomes import Kind
 from app.records import headers_from_json
 from app.registry import Registry, handler
@@ -142,6 +147,42 @@ async def test_poison_goes_to_the_dlt_once_for_nobody_and_the_good_events_apply(
     assert row["record_value"] == value
     assert row["record_key"] == b"poison-key"
     assert headers_from_json(row["record_headers"]) == poison.headers
+
+
+async def test_poison_counts_under_the_event_type_it_names(
+    make_processor: MakeProcessor, registry: Registry, records: Records
+) -> None:
+    register_two_consumers(registry, [])
+    mystery = envelope("m", event_type="SomethingNobodyKnows")
+    del mystery["occurredAt"]
+    batch = [
+        records.raw(_without("occurredAt")),  # a known type, its envelope fails
+        records.raw(orjson.dumps(envelope("v", event_version=2))),  # no model for the version
+        records.raw(orjson.dumps(mystery)),
+        records.raw(orjson.dumps(envelope("n", event_type=42))),  # no type: not a string
+        records.raw(b"{not json"),
+    ]
+
+    def counted(event_type: str) -> float:
+        labels = {"consumer": "", "outcome": "poison", "event_type": event_type}
+        return REGISTRY.get_sample_value("effectively_once_events_total", labels) or 0.0
+
+    before = {label: counted(label) for label in ("OrderPaid", "other", "")}
+    outcomes = await make_processor().process(batch)
+    metrics.record_outcomes(outcomes, batch_seconds=0.1, batch_size=len(batch))
+
+    assert [o.event_type for o in outcomes if o.kind is Kind.POISON] == [
+        "OrderPaid",
+        "OrderPaid",
+        "SomethingNobodyKnows",
+        None,
+        None,
+    ]
+    assert {label: counted(label) - before[label] for label in before} == {
+        "OrderPaid": 2,
+        "other": 1,
+        "": 2,
+    }
 
 
 async def test_redelivered_poison_is_dead_lettered_once(
