@@ -166,7 +166,8 @@ class Progress:
 
 
 def log_outcomes(outcomes: Sequence[Outcome]) -> None:
-    """One line per outcome, fields in ``extra`` (``LOG_FORMAT=json`` turns them into keys).
+    """One line per outcome, fields in ``extra`` (``LOG_FORMAT=json`` turns them into keys):
+    the only line of a poison record, which names it by where it was read.
 
     A retried event is a WARNING, a dead letter (and poison dead-lettered now) an
     ERROR, other notable outcomes INFO, applied and duplicate events DEBUG.
@@ -189,10 +190,13 @@ def log_outcomes(outcomes: Sequence[Outcome]) -> None:
             if value is not None:
                 extra[key] = value
         what = f"event {outcome.event_id}" if outcome.event_id else "a record without eventId"
+        where = (
+            f" at {outcome.topic}[{outcome.partition}]@{outcome.offset}" if outcome.topic else ""
+        )
         who = f" for {outcome.consumer}" if outcome.consumer else ""
         detail = f": {outcome.detail}" if outcome.detail else ""
         error = f" ({outcome.error})" if outcome.error else ""
-        log.log(level, "%s %s%s%s%s", what, kind, who, detail, error, extra=extra)
+        log.log(level, "%s %s%s%s%s%s", what, kind, where, who, detail, error, extra=extra)
 
 
 def level_of(outcome: Outcome) -> int:

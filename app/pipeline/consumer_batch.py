@@ -279,9 +279,18 @@ class ConsumerBatch:
         routed = self.router.poison(poison, self.consumer)
         self._route(routed)
         event_id = poison.envelope.event_id if poison.envelope else None
+        record = poison.record
         self.outcomes.append(
             Outcome(
-                routed.kind, self.consumer, event_id, poison.event_type, routed.detail, routed.error
+                routed.kind,
+                self.consumer,
+                event_id,
+                poison.event_type,
+                routed.detail,
+                routed.error,
+                record.topic,
+                record.partition,
+                record.offset,
             )
         )
 

@@ -28,6 +28,8 @@ class Outcome(NamedTuple):
     ``detail`` is a bounded value metrics may use as a label: for ``retried`` the retry
     topic, for ``dead-lettered`` and ``poison`` the ``dlt-reason`` (or
     ``DEAD_LETTERED_BEFORE``). ``error`` is the failure's own text, for logs only.
+    ``topic``, ``partition`` and ``offset``: where the record was read, set for poison
+    (which may have no eventId to name it by), for logs only.
 
     A named tuple: immutable, and built per event and consumer, where a frozen
     dataclass costs several times as much.
@@ -39,6 +41,9 @@ class Outcome(NamedTuple):
     event_type: str | None = None
     detail: str = ""
     error: str = ""
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
 
 
 REPLAYED = "replayed"

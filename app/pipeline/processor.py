@@ -288,14 +288,24 @@ class BatchProcessor:
         dead = {id(r) for r in fresh}
         outcomes = []
         for p, r in zip(poison, routed, strict=True):
-            if id(r) in dead:
-                log.error("poison record %s (%s): %s", p.record.position, p.error.reason, r.error)
-                detail = r.detail
-            else:  # its DLT record was written before: none now, and none counted
-                log.info("poison record %s was dead-lettered before", p.record.position)
-                detail = DEAD_LETTERED_BEFORE
+            # Logged with the batch's outcomes (``log_outcomes``), one line each: an ERROR,
+            # or INFO when its DLT record was written before (none now, and none counted).
+            detail = r.detail if id(r) in dead else DEAD_LETTERED_BEFORE
             event_id = p.envelope.event_id if p.envelope else None
-            outcomes.append(Outcome(Kind.POISON, "", event_id, p.event_type, detail, r.error))
+            record = p.record
+            outcomes.append(
+                Outcome(
+                    Kind.POISON,
+                    "",
+                    event_id,
+                    p.event_type,
+                    detail,
+                    r.error,
+                    record.topic,
+                    record.partition,
+                    record.offset,
+                )
+            )
         return outcomes
 
     def _outbox_written(self) -> None:

@@ -5,9 +5,10 @@ above: the batch's re-run, with the exception's traceback attached (as ``exc_tex
 scrubbed) under ``FAILURE_DETAIL=full`` and none by default, and the ``retried``
 outcome, which names the tier topic and the exception's type and message. Its
 ``dead-lettered`` outcome (retries run out, or a non-retryable failure) is an ERROR, as
-is poison whose DLT record is written now. Poison read again, whose DLT record was
-written before, is INFO: nothing new went to the DLT. Outcomes that are no failure
-(applied, parked) stay below WARNING.
+is poison whose DLT record is written now: one line, naming the record by where it was
+read, with its eventType, reason and error, and those as fields. Poison read again,
+whose DLT record was written before, is one INFO line: nothing new went to the DLT.
+Outcomes that are no failure (applied, parked) stay below WARNING.
 """
 
 from __future__ import annotations
@@ -143,8 +144,20 @@ async def test_poison_is_an_error_when_dead_lettered_and_info_when_read_again(
     poison = records.raw(orjson.dumps(env))
 
     await processed(make_processor, [poison], caplog)
-    assert {r.levelno for r in about(caplog, "poison")} == {logging.ERROR}
+    [line] = about(caplog, "poison")
+    where = f"{poison.topic}[{poison.partition}]@{poison.offset}"
+    assert line.levelno == logging.ERROR
+    assert line.getMessage().startswith(f"a record without eventId poison at {where}: ")
+    assert "invalid-schema (InvalidSchemaError: envelope: occurredAt" in line.getMessage()
+    fields = {key: getattr(line, key, None) for key in ("outcome", "eventType", "topic", "offset")}
+    assert fields == {
+        "outcome": "poison",
+        "eventType": "OrderPaid",
+        "topic": poison.topic,
+        "offset": poison.offset,
+    }
 
     await processed(make_processor, [poison], caplog)
-    again = about(caplog, "poison")
-    assert again and {r.levelno for r in again} == {logging.INFO}
+    [again] = about(caplog, "poison")
+    assert again.levelno == logging.INFO
+    assert where in again.getMessage()
