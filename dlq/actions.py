@@ -16,6 +16,13 @@ what is needed:
   every consumer; skipping it for a consumer lets that consumer take its version
   (its payload is never validated then). Poison without a readable envelope has
   no version to take and is refused.
+
+The poison's own row (consumer ``''``) goes ``skip-requested`` when its skip is
+published and ``skipped`` once a consumer named took it (the worker settles it,
+and retention deletes it in time). ``skipped`` there says a skip was taken, not
+by whom: a later skip for other consumers is published all the same, and records
+its decision on the row, which stays ``skipped`` (a consumer that took it
+already sees a duplicate).
 """
 
 from __future__ import annotations
@@ -81,9 +88,11 @@ def plan(
     refused: list[Entry] = []
     for entry in newest:
         poison = entry.dead.is_poison
-        if action is Action.SKIP and poison and not (for_consumers and entry.dead.has_envelope):
+        skips_poison = action is Action.SKIP and poison
+        if skips_poison and not (for_consumers and entry.dead.has_envelope):
             refused.append(entry)
-        elif not force and entry.status in SETTLED | IN_FLIGHT:
+        # A skip of poison is for the consumers named, of whom its row's status says nothing.
+        elif not force and entry.status in SETTLED | IN_FLIGHT and not skips_poison:
             left.append(entry)
         elif poison and for_consumers:
             act += [replace(entry, target=consumer) for consumer in for_consumers]
@@ -175,11 +184,16 @@ class Executor:
         return summary
 
     async def _one(self, entry: Entry) -> tuple[int, int]:
-        dead, status = entry.dead, self.action.status
+        dead = entry.dead
+        status: str = self.action.status
         # No row: published all the same, the DLT is the truth. A settled row (forced) keeps
         # its status and decision: its consumer took the event, the replay is a duplicate.
+        # Poison's row skipped already (a consumer took a skip of it) keeps its status and
+        # records this skip's decision: the skip of another consumer does not reopen it.
         seen = entry.state.status
-        unchanged = seen == FailureStatus.UNKNOWN or seen in SETTLED
+        if self.action is Action.SKIP and dead.is_poison and seen == FailureStatus.SKIPPED:
+            status = seen
+        unchanged = seen == FailureStatus.UNKNOWN or (seen in SETTLED and status != seen)
         key = None if unchanged else dead.failure_key
         if key in self._decided:
             key = None  # a skip of poison for several consumers decides its one row once

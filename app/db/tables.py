@@ -12,7 +12,8 @@ Invariants:
   partition and offset (stable across retry trips), with the reason and a
   ``status``: ``retrying`` (in a retry tier), ``dead`` (in the DLT),
   ``replayed`` / ``skip-requested`` (an operator acted), ``resolved`` (a later
-  attempt applied it) or ``skipped`` (its consumer moved on without it).
+  attempt applied it) or ``skipped`` (its consumer moved on without it; for
+  poison, a consumer an operator skipped it for did).
 - ``database_identity`` holds one random id, written when the tables are created:
   what the Redis prefilter's keys are namespaced by, so that they never speak
   for another database (a fresh one, or one restored and given a new id).

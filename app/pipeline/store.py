@@ -335,8 +335,30 @@ class ConsumerStore:
             ("consumer_group", "topic", "partition", "offset"),
             changes.resolved,
         )
+        await self._settle_skipped_poison(changes.skipped_poison)
         await insert_rows(self.session, outbox_event, changes.outbox)
         await insert_rows(self.session, outbox_event, changes.emitted)
+
+    async def _settle_skipped_poison(self, keys: Collection[tuple[Any, ...]]) -> None:
+        """Mark the poison rows of ``keys`` ``skipped`` where they are ``skip-requested``.
+
+        Poison is no consumer's: its row (consumer ``''``) is not the one a consumer's
+        update of its own failure reaches. Once a consumer named in an operator's skip
+        took it, no worker reads the record for that skip again; the row is settled, and
+        retention deletes it in time. Any other status is a later decision, left as it is.
+        """
+        if not keys:
+            return
+        f = failed_event
+        columns = [f.c[name] for name in FAILURE_KEY]
+        matches = or_(
+            *(and_(*(c == v for c, v in zip(columns, key, strict=True))) for key in sorted(keys))
+        )
+        await self.session.execute(
+            f.update()
+            .where(matches, f.c.status == FailureStatus.SKIP_REQUESTED.value)
+            .values(status=FailureStatus.SKIPPED.value)
+        )
 
     async def _claim(self, table: Table, rows: list[dict[str, Any]]) -> None:
         """Insert dedup (or parked) records; ``VersionConflict`` if another transaction
@@ -416,16 +438,21 @@ class BatchChanges:
     resolved: list[dict[str, Any]]
     outbox: list[dict[str, Any]]  # the failures' retry and DLT records
     emitted: list[dict[str, Any]]  # events the handlers emitted
+    skipped_poison: set[tuple[Any, ...]]  # poison rows whose skip a consumer took
 
     @classmethod
     def empty(cls) -> BatchChanges:
         """Nothing to write yet."""
-        return cls([], {}, set(), [], set(), [], [], [], [])
+        return cls([], {}, set(), [], set(), [], [], [], [], set())
 
     def resolve(self, trip: Trip, status: str) -> None:
-        """Mark the ``failed_event`` row of an event that came back and took effect."""
+        """Mark the ``failed_event`` row of an event that came back and took effect; for
+        an operator's skip, also the poison row of its record, if it was poison (the
+        consumer it names is one an operator skipped it for)."""
         key = (trip.consumer, trip.original_topic, trip.original_partition, trip.original_offset)
         self.settle(key, status)
+        if trip.skip:
+            self.skipped_poison.add(("", *key[1:]))
 
     def settle(self, key: tuple[Any, ...], status: str) -> None:
         """Mark the ``failed_event`` row of ``key`` (``FAILURE_KEY``) ``status``, unless the

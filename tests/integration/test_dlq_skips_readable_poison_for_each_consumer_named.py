@@ -9,7 +9,8 @@ envelope whatever it is given. ``skip P:O --for-consumer C --execute`` makes C
 (and only C) take the dead event's version without running a handler, so C's
 parked successor applies while the other consumer still waits; naming the
 other one then unblocks it too. The poison's ``failed_event`` row records the
-latest decision; nothing takes effect twice.
+latest decision and is ``skipped`` once a consumer took a skip of it (retention
+deletes it in time); nothing takes effect twice.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ async def test_readable_poison_is_skipped_for_each_consumer_named(
     assert await db.tallies() == {created["eventId"]: 1, cancelled["eventId"]: 1}
     assert [(row["consumer_group"], row["status"], row["decided_by"], row["decision_note"])
             for row in await failures(database_url)] == [
-        ("", "skip-requested", "night-shift", "also")
+        ("", "skipped", "night-shift", "also")
     ]  # fmt: skip
 
     await produce(stream, [Message(order.order_id.encode(), b"\xff not an event")])

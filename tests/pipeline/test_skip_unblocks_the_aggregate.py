@@ -8,19 +8,26 @@ of its handlers (outcome ``SKIPPED``), which drains version 2 (``APPLIED``);
 the ``failed_event`` row becomes ``skipped``. Other consumers are not run.
 From then on the skipped event is a ``DUPLICATE`` for that consumer: replaying
 it (any number of times) or redelivering it runs no handler and leaves the row
-``skipped``.
+``skipped``. Readable poison, skipped for a consumer an operator named, settles
+its own row (consumer ``''``) the same way: ``skip-requested`` (the operator's
+decision) becomes ``skipped``, the final status retention deletes in time, the
+decision kept; a poison row in any other status is a later decision and stays.
 """
 
 from __future__ import annotations
+
+import orjson
 
 from app.context import HandlerContext
 from app.errors import PermanentError
 from app.pipeline.outcomes import Kind
 from app.registry import Registry, handler
+from dlq.dead import FailureState, FailureStatus
 from dlq.records import replay_record
+from dlq.status import FailureStore
 from dlq.topics import dlt_topic
 from schemas.envelope import Event
-from tests.pipeline.events import TOPIC, Records
+from tests.pipeline.events import TOPIC, Records, envelope
 from tests.pipeline.support import Db, MakeProcessor, Outbox, kinds, write_effect
 
 
@@ -93,3 +100,46 @@ async def test_a_skip_takes_the_dead_version_without_its_handler_and_drains_the_
     [row] = await db.failed("points")
     assert row["status"] == "skipped"
     assert len(await outbox.records()) == 1
+
+
+async def test_a_skip_of_readable_poison_settles_the_poisons_own_row(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    outbox: Outbox,
+) -> None:
+    for consumer in ("points", "notification"):
+        handler("OrderPaid", consumer=consumer, registry=registry)(write_effect)
+    broken = envelope("e1", version=1, data={"orderId": "o-1", "userId": "u-1", "amount": "-5"})
+    poison = records.raw(orjson.dumps(broken))
+    await make_processor().process([poison, records.event("e2", version=2)])
+    [dead] = await outbox.to(dlt_topic(TOPIC))
+    from_the_dlt = records.delivered(dead)
+    key = ("", TOPIC, poison.partition, poison.offset)
+
+    async def poison_row() -> tuple[str, str | None, str | None]:
+        [row] = await db.failed("")
+        return row["status"], row["decided_by"], row["decision_note"]
+
+    async def skip_for(consumer: str) -> None:
+        out = replay_record(from_the_dlt, skip=True, consumer=consumer)
+        outcomes = await make_processor().process([records.delivered(out)])
+        assert kinds(outcomes, consumer) == [("e1", Kind.SKIPPED), ("e2", Kind.APPLIED)]
+
+    # A skip while the row holds no skip decision (still dead): the row is left as it is.
+    await skip_for("points")
+    assert await poison_row() == ("dead", None, None)
+
+    # What ``python -m dlq skip P:O --for-consumer notification --execute`` writes first.
+    seen = FailureState(FailureStatus.DEAD)
+    decided = await FailureStore(db.engine, "test").decide(
+        key, seen, FailureStatus.SKIP_REQUESTED, "ops", "garbled upstream"
+    )
+    assert decided
+    assert await poison_row() == ("skip-requested", "ops", "garbled upstream")
+
+    await skip_for("notification")
+
+    assert await poison_row() == ("skipped", "ops", "garbled upstream")
+    assert await db.failed("points") == await db.failed("notification") == []

@@ -8,8 +8,10 @@ the row back and the run goes on with the next record. What is published is
 ``replay_record``: the original bytes to the original topic and partition,
 for the consumer that failed it, ``retry-action: skip`` for a skip. A record
 with no row, or a settled one (``--force``: its consumer will see a
-duplicate), is published without touching the row. ``--rate N`` spaces the
-publishes ``1/N`` s apart.
+duplicate), is published without touching the row. Readable poison whose row is
+``skipped`` (a consumer took an earlier skip of it) is skipped for each consumer
+named all the same, its row keeping ``skipped`` and taking the new decision (who
+and why), once. ``--rate N`` spaces the publishes ``1/N`` s apart.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from dlq import headers as h
-from dlq.actions import Action, Executor
+from dlq.actions import Action, Executor, plan
 from dlq.dead import DeadLetter, FailureKey, FailureState
 from dlq.records import OutRecord
 from dlq.selection import Entry
@@ -152,6 +154,23 @@ async def test_without_a_row_or_when_settled_it_publishes_without_a_decision(sta
 
     assert broker.log == ["send"] and len(summary.done) == 1
     assert rows.status == {}
+
+
+async def test_a_later_skip_of_poison_skipped_already_keeps_its_row_skipped() -> None:
+    poison = letter(3, consumer=None, original=(0, 3), readable=True)
+    run, broker, rows = executor(Action.SKIP)
+    rows.status[key(poison)] = FailureState("skipped", "night-shift", "garbled upstream")
+    todo = plan([entry(poison, "skipped")], Action.SKIP, for_consumers=("tally", "probe"))
+
+    summary = await run.run(todo.act, ignore)
+
+    assert not todo.left_alone
+    assert broker.log == ["decide", "send", "send"] and len(summary.done) == 2
+    assert rows.status == {key(poison): FailureState("skipped", "ops", "fixed in 1.2")}
+    assert [dict(out.headers)[h.RETRY_CONSUMER_GROUP] for out, _ in broker.sent] == [
+        b"probe",
+        b"tally",
+    ]
 
 
 async def test_rate_spaces_the_publishes() -> None:
