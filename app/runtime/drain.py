@@ -28,8 +28,8 @@ delivered: the next fetch reads them again from the new positions. ``seek_epoch`
 
 The records of a topic with an ``Inbox`` (``app.inboxes``: the framework's agents;
 the bench's bare faust agent has none) skip the conductor: they are appended to the
-inbox, with no turn of the loop, unless the flow is stopped or the inbox is full; the
-append then races the flow's suspension as a delivery does (``inbox``).
+inbox, with no turn of the loop, unless the flow is stopped; the append then races the
+flow's suspension as a delivery does (``inbox``).
 """
 
 from __future__ import annotations
@@ -62,11 +62,9 @@ def can_block(consumer: Any, message: Any) -> bool:
     return any(channel.queue.full() for channel in channels)
 
 
-def inbox_can_block(consumer: Any, inbox: Inbox) -> bool:
-    """True when appending to ``inbox`` now might wait: the flow is stopped, or it is full."""
-    return (
-        consumer.suspend_flow.is_set() or not consumer.app.flow_control.is_active() or inbox.full()
-    )
+def flow_stopped(consumer: Any) -> bool:
+    """True while a rebalance stops the flow: an append to an inbox then waits."""
+    return consumer.suspend_flow.is_set() or not consumer.app.flow_control.is_active()
 
 
 async def drain_messages(consumer: Any, fetcher: Any) -> None:
@@ -113,7 +111,7 @@ async def drain_messages(consumer: Any, fetcher: Any) -> None:
                         await consumer.wait_first(callback(message), consumer.suspend_flow.wait())
                     else:
                         await callback(message)
-                elif inbox_can_block(consumer, inbox):
+                elif flow_stopped(consumer):
                     await consumer.wait_first(
                         inbox.put_when_open(flow_control, message), consumer.suspend_flow.wait()
                     )

@@ -11,50 +11,69 @@ message to the inbox instead, and ``Intake`` takes every message waiting there a
 once. faust's consumer bookkeeping stays as it is: the messages are faust's own, a
 message taken is tracked as pending acknowledgement (faust waits for those before a
 rebalance's commit), an ack goes through ``Message.ack`` (committable offsets), and
-faust's monitor counts messages in and out as before.
+faust's sensors hear of messages coming in and going out as before.
 
-Delivery waits while the flow is stopped (a rebalance) or the inbox holds
-``capacity`` messages; ``drain`` then races it against the flow's suspension, as it
-does faust's own delivery, so a rebalance abandons it. A message that waited in the
-inbox across a rebalance belongs to an earlier generation and is dropped when taken
-(``Intake``): the rebalance's seek reads it again.
+Delivery waits only while the flow is stopped (a rebalance); ``drain`` then races it
+against the flow's suspension, as it does faust's own delivery, so a rebalance
+abandons it. A message that waited in the inbox across a rebalance belongs to an
+earlier generation and is dropped when taken (``Intake``): the rebalance's seek reads
+it again.
+
+A delivery never waits for room: a full inbox would hold up the fetch loop, and with
+it every other topic of the worker (a retry tier's batch can wait minutes for its due
+time). Its size is kept in bounds as faust keeps its channels': a partition whose
+message finds ``high`` messages waiting is no longer fetched (``on_full``: faust's
+``Consumer.on_buffer_full``), and every such partition is fetched again once the
+inbox is down to ``LOW`` of that (``on_drop``). What the consumer had fetched of it
+before still comes in: at most one fetch response per partition beyond ``high``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Any
+
+LOW = 0.5  # of ``high``: down to this many waiting, the stopped partitions are fetched again
+Partition = Any  # faust's TP
+OnPartition = Callable[[Partition], None]
 
 
 class Inbox:
-    """One topic's fetched messages not yet taken by its agent, ``capacity`` at most."""
+    """One topic's fetched messages not yet taken by its agent; about ``high`` at most."""
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
+    def __init__(self, high: int) -> None:
+        self.high = max(1, high)
+        self._low = int(self.high * LOW)
         self._messages: deque[Any] = deque()
         self._arrived = asyncio.Event()  # a message is waiting
-        self._room = asyncio.Event()  # below capacity
-        self._room.set()
+        self._on_full: OnPartition | None = None
+        self._on_drop: OnPartition | None = None
+        self._stopped: set[Partition] = set()  # partitions not fetched while this is full
+
+    def watch(self, on_full: OnPartition, on_drop: OnPartition) -> None:
+        """Call ``on_full(tp)`` when a message of ``tp`` finds ``high`` messages waiting, and
+        ``on_drop(tp)`` for each such partition once the inbox is down to ``LOW``."""
+        self._on_full, self._on_drop = on_full, on_drop
 
     def __len__(self) -> int:
         return len(self._messages)
 
-    def full(self) -> bool:
-        return len(self._messages) >= self.capacity
-
     def put(self, message: Any) -> None:
-        """Append ``message`` (the caller checked there is room)."""
-        self._messages.append(message)
+        """Append ``message``."""
+        messages = self._messages
+        if len(messages) >= self.high and self._on_full is not None:
+            tp = message.tp
+            if tp not in self._stopped:
+                self._stopped.add(tp)
+                self._on_full(tp)
+        messages.append(message)
         self._arrived.set()
-        if len(self._messages) >= self.capacity:
-            self._room.clear()
 
     async def put_when_open(self, flow_control: Any, message: Any) -> None:
-        """Append ``message`` once the flow runs (faust's ``flow_control``) and there is room."""
+        """Append ``message`` once the flow runs (faust's ``flow_control``)."""
         await flow_control.acquire()
-        while self.full():
-            await self._room.wait()
         self.put(message)
 
     async def take(self, most: int) -> list[Any]:
@@ -67,6 +86,8 @@ class Inbox:
         taken = [messages.popleft() for _ in range(count)]
         if not messages:
             self._arrived.clear()
-        if len(messages) < self.capacity:
-            self._room.set()
+        if self._stopped and len(messages) <= self._low and self._on_drop is not None:
+            stopped, self._stopped = self._stopped, set()
+            for tp in stopped:
+                self._on_drop(tp)
         return taken

@@ -36,6 +36,8 @@ class Intake:
         self._acking_topics = app.topics.acking_topics
         self._consumer = app.consumer
         self._sensors = app.sensors
+        # A partition is not fetched while the inbox is near full (faust's own back-pressure).
+        inbox.watch(app.consumer.on_buffer_full, app.consumer.on_buffer_drop)
 
     async def start(self) -> None:
         """Start the stream as iterating it would (its ``on_start`` hooks)."""

@@ -13,8 +13,9 @@ to would be dropped as read already, or skipped as a gap, and their offsets comm
 past while nobody processed them.
 
 A topic with an ``Inbox`` (the framework's agents) skips the conductor: its records are
-appended to the inbox, in order, unless the flow is stopped or the inbox is full; then
-the append races the flow's suspension the same way.
+appended to the inbox, in order, unless the flow is stopped; then the append races the
+flow's suspension the same way. A full inbox never holds up the fetch loop: it stops
+fetching the partition instead.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from app.runtime.drain import can_block, drain_messages, inbox_can_block
+from app.runtime.drain import can_block, drain_messages, flow_stopped
 from app.runtime.inbox import Inbox
 
 TOPIC = "orders"
@@ -37,6 +38,7 @@ TOPIC = "orders"
 class Message:
     offset: int
     topic: str = TOPIC
+    tp: str = "tp"
 
 
 @dataclass
@@ -198,9 +200,9 @@ async def test_a_seek_during_a_delivery_ends_the_fetch_and_keeps_its_read_offset
     assert consumer._read_offset["tp"] == 7
 
 
-def with_inbox(offsets: list[int], capacity: int = 10) -> tuple[FakeConsumer, Inbox]:
+def with_inbox(offsets: list[int], high: int = 10) -> tuple[FakeConsumer, Inbox]:
     consumer = FakeConsumer(offsets)
-    inbox = Inbox(capacity)
+    inbox = Inbox(high)
     consumer.inboxes = {TOPIC: inbox}  # type: ignore[attr-defined]
     return consumer, inbox
 
@@ -214,30 +216,25 @@ async def test_records_of_a_topic_with_an_inbox_skip_the_conductor() -> None:
     assert consumer._read_offset["tp"] == 3
 
 
-async def test_a_full_inbox_makes_the_append_race_the_suspension() -> None:
-    consumer, inbox = with_inbox([1, 2, 3, 4], capacity=2)
-    taken: list[int] = []
-
-    async def agent() -> None:
-        while len(taken) < 4:
-            taken.extend(m.offset for m in await inbox.take(1))
-
-    taking = asyncio.ensure_future(agent())
-    await drain(consumer)
-    await asyncio.wait_for(taking, 1)
-    assert taken == [1, 2, 3, 4]
-    assert consumer.raced  # the inbox filled at least once
-    assert consumer.delivered == []
+async def test_a_full_inbox_stops_the_partition_not_the_fetch_loop() -> None:
+    consumer, inbox = with_inbox(list(range(1, 21)), high=2)
+    stopped: list[str] = []
+    inbox.watch(stopped.append, lambda tp: None)
+    await asyncio.wait_for(drain(consumer), 1)  # nobody takes: the loop still ends its fetch
+    assert len(inbox) == 20 and consumer.raced == []
+    assert stopped == ["tp"]
+    assert consumer._read_offset["tp"] == 20
 
 
-@pytest.mark.parametrize("condition", ["suspended", "flow stopped", "inbox full"])
-async def test_each_condition_can_block_an_append(condition: str) -> None:
-    consumer, inbox = with_inbox([1], capacity=1)
-    assert not inbox_can_block(consumer, inbox)
+@pytest.mark.parametrize("condition", ["suspended", "flow stopped"])
+async def test_a_stopped_flow_makes_an_append_race_the_suspension(condition: str) -> None:
+    consumer, inbox = with_inbox([1, 2])
+    assert not flow_stopped(consumer)
     if condition == "suspended":
         consumer.suspend_flow.set()
-    elif condition == "flow stopped":
-        consumer.flow_active = False
     else:
-        inbox.put(Message(0))
-    assert inbox_can_block(consumer, inbox)
+        consumer.flow_active = False
+    assert flow_stopped(consumer)
+    await drain(consumer)
+    assert consumer.raced == [0, 0]  # both appends raced (none went through the conductor)
+    assert [m.offset for m in await inbox.take(10)] == [1, 2]

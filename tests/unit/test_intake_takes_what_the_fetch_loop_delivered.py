@@ -8,8 +8,9 @@
 - a message taken is tracked in faust's consumer (faust waits for it before a
   rebalance's commit) and the sensors hear of it coming in; ``ack`` makes its offset
   committable and the sensors hear of it going out;
-- a delivery to a full inbox, or while the flow is suspended, waits for room and for
-  the flow to resume.
+- a delivery waits while the flow is suspended, never for room: a partition whose
+  message finds ``high`` messages waiting is no longer fetched until the inbox is down
+  to half of that.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ async def faust_app() -> AsyncIterator[tuple[faust.App, Intake, Inbox, Recorder]
     recorder = Recorder()
     app.sensors.add(recorder)
     app.flow_control.resume()  # as after a partition assignment
-    inbox = Inbox(capacity=4)
+    inbox = Inbox(high=4)
     yield app, Intake(app.stream(topic), inbox), inbox, recorder
 
 
@@ -123,20 +124,35 @@ async def test_taking_tracks_and_ack_makes_offsets_committable(faust_app: Any) -
     assert recorder.went_out == [0, 1, 2]
 
 
-async def test_a_delivery_waits_for_room_and_for_the_flow(faust_app: Any) -> None:
+async def test_a_delivery_waits_for_the_flow_never_for_room(faust_app: Any) -> None:
     app, intake, inbox, _ = faust_app
-    for offset in range(4):
+    for offset in range(6):  # more than ``high`` (4): nothing waits for room
         inbox.put(message(app, offset))
-    assert inbox.full()
 
     app.flow_control.suspend()
-    delivery = asyncio.ensure_future(inbox.put_when_open(app.flow_control, message(app, 4)))
+    delivery = asyncio.ensure_future(inbox.put_when_open(app.flow_control, message(app, 6)))
     await asyncio.sleep(0.05)
     assert not delivery.done()  # the flow is stopped
     app.flow_control.resume()
-    await asyncio.sleep(0.05)
-    assert not delivery.done()  # and the inbox is full
-
-    assert offsets(await intake.take(2)) == [0, 1]
     await asyncio.wait_for(delivery, 1)
-    assert offsets(await intake.take(10)) == [2, 3, 4]
+    assert offsets(await intake.take(10)) == [0, 1, 2, 3, 4, 5, 6]
+
+
+async def test_a_partition_is_not_fetched_while_the_inbox_is_near_full(faust_app: Any) -> None:
+    app, _, _, _ = faust_app
+    inbox = Inbox(high=8)  # stops a partition at 8 waiting, fetches it again at 4
+    full: list[TP] = []
+    dropped: list[TP] = []
+    inbox.watch(full.append, dropped.append)
+    tp = TP(TOPIC, 0)
+    for offset in range(8):
+        inbox.put(message(app, offset))
+    assert full == []
+    inbox.put(message(app, 8))  # finds 8 waiting
+    inbox.put(message(app, 9))
+    assert full == [tp]  # once, however many more come
+
+    assert len(await inbox.take(5)) == 5
+    assert dropped == []  # 5 still waiting
+    assert len(await inbox.take(1)) == 1
+    assert dropped == [tp]
