@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from faust.transport.consumer import ensure_TP
+
 from app.runtime.inbox import Inbox
 
 
@@ -37,7 +39,12 @@ class Intake:
         self._consumer = app.consumer
         self._sensors = app.sensors
         # A partition is not fetched while the inbox is near full (faust's own back-pressure).
-        inbox.watch(app.consumer.on_buffer_full, app.consumer.on_buffer_drop)
+        # A message's ``tp`` may be aiokafka's ``TopicPartition``; faust's sets hold ``TP``s.
+        consumer = app.consumer
+        inbox.watch(
+            lambda tp: consumer.on_buffer_full(ensure_TP(tp)),
+            lambda tp: consumer.on_buffer_drop(ensure_TP(tp)),
+        )
 
     async def start(self) -> None:
         """Start the stream as iterating it would (its ``on_start`` hooks)."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import faust
 import pytest
+from aiokafka import TopicPartition
 from faust.sensors import Sensor
 from faust.types.tuples import TP, ConsumerMessage
 
@@ -57,10 +58,14 @@ async def faust_app() -> AsyncIterator[tuple[faust.App, Intake, Inbox, Recorder]
     yield app, Intake(app.stream(topic), inbox), inbox, recorder
 
 
-def message(app: faust.App, offset: int, generation: int | None = None) -> ConsumerMessage:
+def message(
+    app: faust.App, offset: int, generation: int | None = None, tp: Any = None
+) -> ConsumerMessage:
     """A fetched record as the consumer makes it."""
     generation = app.consumer_generation_id if generation is None else generation
-    return ConsumerMessage(TOPIC, 0, offset, 0.0, 0, {}, b"k", b"v", None, generation_id=generation)
+    return ConsumerMessage(
+        TOPIC, 0, offset, 0.0, 0, {}, b"k", b"v", None, tp=tp, generation_id=generation
+    )
 
 
 def offsets(messages: list[Any]) -> list[int]:
@@ -156,3 +161,21 @@ async def test_a_partition_is_not_fetched_while_the_inbox_is_near_full(faust_app
     assert dropped == []  # 5 still waiting
     assert len(await inbox.take(1)) == 1
     assert dropped == [tp]
+
+
+async def test_a_near_full_inbox_stops_fetching_the_partition_in_faust_s_consumer(
+    faust_app: Any,
+) -> None:
+    """The fetch loop's messages carry aiokafka's ``TopicPartition``; faust's consumer keeps
+    ``TP``s and asserts it when it lists the partitions to fetch."""
+    app, intake, inbox, _ = faust_app  # high: 4
+    consumer = app.consumer
+    consumer._active_partitions = {TP(TOPIC, 0)}  # as after an assignment
+    for offset in range(5):
+        inbox.put(message(app, offset, tp=TopicPartition(TOPIC, 0)))
+    assert consumer._get_active_partitions() == set()  # no assertion: TPs only
+    assert consumer._buffered_partitions == {TP(TOPIC, 0)}
+
+    await intake.take(5)
+    assert consumer._get_active_partitions() == {TP(TOPIC, 0)}
+    assert not consumer._buffered_partitions
