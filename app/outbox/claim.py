@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NamedTuple
 
-from sqlalchemy import Select, bindparam, func, not_, select, true, tuple_, update
+from sqlalchemy import ColumnElement, Select, and_, bindparam, func, not_, select, true, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -338,7 +338,7 @@ async def _scan(session: AsyncSession, planner: Planner, page: int, floor: Floor
         )
         excluded = sorted(planner.blocked)[:MAX_EXCLUDED]
         if excluded:
-            query = query.where(not_(tuple_(t.c.aggregate_type, t.c.aggregate_id).in_(excluded)))
+            query = query.where(*_leave_out(backend(session), excluded))
         pending = [_seen(row) for row in await session.execute(query.order_by(t.c.id).limit(page))]
         if pending and after == start - 1:
             lowest = min(pending[0].id, lowest if lowest is not None else pending[0].id)
@@ -352,6 +352,20 @@ async def _scan(session: AsyncSession, planner: Planner, page: int, floor: Floor
         if last is None or planner.full:
             return
         after = last
+
+
+def _leave_out(dialect: str, aggregates: Sequence[Aggregate]) -> list[ColumnElement[bool]]:
+    """Conditions leaving ``aggregates`` out of a scan's page: per aggregate type, its ids as
+    one list (``aggregate_id = ANY``, looked up in a hash). A list of ``(type, id)`` row
+    values was an OR of every pair tested on every row read: 40-60 ms a page on
+    PostgreSQL with 500 aggregates left out, longer than the rest of the claim."""
+    ids_by_type: dict[str, list[str]] = {}
+    for agg_type, agg_id in aggregates:
+        ids_by_type.setdefault(agg_type, []).append(agg_id)
+    return [
+        not_(and_(t.c.aggregate_type == agg_type, one_of(dialect, t.c.aggregate_id, ids)))
+        for agg_type, ids in ids_by_type.items()
+    ]
 
 
 def aware(moment: datetime) -> datetime:

@@ -1,0 +1,66 @@
+"""A claim whose first page is all held back reads on past it, leaving out only those
+aggregates.
+
+Contract (``app.outbox.claim``): when every row of a page belongs to an aggregate whose
+earlier row another relay holds (``PROCESSING`` under a live lease), the next page
+leaves those aggregates out and claims the rows after them: those of other aggregates,
+including one with the same id under another aggregate type, in id order. On each
+database.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from app.db.engine import create_engine, session_factory
+from app.outbox import NewEvent
+from app.outbox.claim import claim
+from tests.integration.support.databases import BACKENDS
+from tests.integration.support.outbox import claimed_by_a_dead_relay, rows, write
+
+pytestmark = pytest.mark.integration
+
+NOW = datetime.now(UTC)
+HELD = [f"held-{n}" for n in range(4)]
+LIMIT = len(HELD)  # one page: exactly the held aggregates' second rows
+
+
+def event(aggregate_type: str, aggregate_id: str, version: int) -> NewEvent:
+    return NewEvent("orders", "Counted", aggregate_type, aggregate_id, {"n": version}, version)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_page_of_held_back_rows_is_passed_and_only_their_aggregates_left_out(
+    migrated_database: str,
+) -> None:
+    events = [event("Counter", agg, v) for v in (1, 2, 3) for agg in HELD]
+    # The same id as a held aggregate under another type: free, and claimed.
+    events += [event("Other", HELD[0], 1), event("Other", HELD[0], 2)]
+    events += [event("Counter", "free-a", 1), event("Counter", "free-b", 1)]
+    await write(migrated_database, events, per_transaction=len(events))
+    by_key: dict[tuple[str, str], list[int]] = {}  # ids in order, per aggregate
+    for row in await rows(migrated_database, "aggregate_type", "aggregate_id"):
+        by_key.setdefault((row["aggregate_type"], row["aggregate_id"]), []).append(row["id"])
+    await claimed_by_a_dead_relay(
+        migrated_database,
+        [by_key[("Counter", agg)][0] for agg in HELD],
+        NOW + timedelta(minutes=5),
+    )
+
+    engine = create_engine(migrated_database, pool_size=1)
+    try:
+        async with session_factory(engine)() as session, session.begin():
+            claimed = await claim(
+                session, "this-relay", NOW, NOW + timedelta(seconds=60), limit=LIMIT
+            )
+    finally:
+        await engine.dispose()
+
+    assert [(row["aggregate_type"], row["aggregate_id"], row["id"]) for row in claimed] == [
+        ("Other", HELD[0], by_key[("Other", HELD[0])][0]),
+        ("Other", HELD[0], by_key[("Other", HELD[0])][1]),
+        ("Counter", "free-a", by_key[("Counter", "free-a")][0]),
+        ("Counter", "free-b", by_key[("Counter", "free-b")][0]),
+    ]
