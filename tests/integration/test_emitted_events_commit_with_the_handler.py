@@ -19,7 +19,7 @@ import pytest
 from app.context import HandlerContext
 from app.db.engine import create_engine, session_factory
 from app.outbox import NewEvent
-from app.pipeline.outcomes import Kind
+from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.pause import Backoff
 from app.pipeline.processor import BatchProcessor
 from app.pipeline.route import FailureRouter
@@ -82,7 +82,7 @@ async def test_emitted_rows_follow_the_handlers_commit(migrated_database: str) -
         outcomes = await processor.process(batch)
         assert kinds(outcomes) == [("e1", Kind.APPLIED), ("e2", Kind.RETRIED), ("e3", Kind.APPLIED)]
         assert await processor.process([records.again(batch[0])]) == [
-            (Kind.DUPLICATE, "points", "e1", "OrderPaid", "", "")
+            Outcome(Kind.DUPLICATE, "points", "e1", "OrderPaid", "", "")
         ]
     finally:
         await engine.dispose()
