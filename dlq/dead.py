@@ -55,6 +55,14 @@ UNPUBLISHED_PARTITION = -1
 """The partition of an unpublished record: it is on none; its offset is its outbox row's id."""
 
 
+def position_text(partition: int, offset: int) -> str:
+    """A position as the operator writes it: ``3:17`` in the DLT, or ``outbox:12`` for a
+    record the relay gave up on (``UNPUBLISHED_PARTITION``, its outbox row's id)."""
+    if partition == UNPUBLISHED_PARTITION:
+        return f"outbox:{offset}"
+    return f"{partition}:{offset}"
+
+
 @dataclass(frozen=True, slots=True)
 class Unpublished:
     """Where a record that never reached its topic waits: its ``DEAD`` outbox row."""
@@ -122,9 +130,7 @@ class DeadLetter:
     def position(self) -> str:
         """``partition:offset`` in the DLT: how ``show`` and ``replay`` name a record;
         ``outbox:<id>`` for one that never reached it."""
-        if self.unpublished is not None:
-            return f"outbox:{self.unpublished.outbox_id}"
-        return f"{self.record.partition}:{self.record.offset}"
+        return position_text(self.record.partition, self.record.offset)
 
     @property
     def is_poison(self) -> bool:

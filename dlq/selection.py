@@ -21,6 +21,7 @@ from dlq.dead import (
     FailureKey,
     FailureState,
     FailureStatus,
+    position_text,
 )
 
 _AGO = re.compile(r"^(\d+)([smhd])$")
@@ -178,14 +179,6 @@ def parse_position(text: str) -> tuple[int, int]:
             f"expected <dlt-partition>:<dlt-offset> such as 0:42 (or outbox:<id>), got {text!r}"
         )
     return int(partition), int(offset)
-
-
-def position_text(partition: int, offset: int) -> str:
-    """A position as the operator writes it, ``parse_position`` undone: ``3:17``, or
-    ``outbox:12`` for a record the relay gave up on (its partition is none of the DLT's)."""
-    if partition == UNPUBLISHED_PARTITION:
-        return f"outbox:{offset}"
-    return f"{partition}:{offset}"
 
 
 def parse_moment(text: str, now: datetime) -> datetime:
