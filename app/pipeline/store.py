@@ -108,17 +108,25 @@ async def recorded_failures(
     """The keys of ``rows`` that ``failed_event`` holds already."""
     if not rows:
         return set()
-    wanted = sorted({failure_key(row) for row in rows})
     columns = [failed_event.c[name] for name in FAILURE_KEY]
     found: set[tuple[Any, ...]] = set()
-    # Key lookups (the primary key), a few at a time: each key is four parameters.
-    for start in range(0, len(wanted), KEYS_PER_LOOKUP):
-        chunk = wanted[start : start + KEYS_PER_LOOKUP]
-        matches = or_(
-            *(and_(*(c == v for c, v in zip(columns, key, strict=True))) for key in chunk)
-        )
+    for matches in _key_matches({failure_key(row) for row in rows}):
         found.update(tuple(row) for row in await session.execute(select(*columns).where(matches)))
     return found
+
+
+def _key_matches(keys: Collection[tuple[Any, ...]]) -> list[ColumnElement[bool]]:
+    """Conditions matching the ``failed_event`` rows of ``keys`` (``FAILURE_KEY``): primary
+    key lookups, a few at a time (each key is four parameters), one condition per chunk."""
+    wanted = sorted(keys)
+    columns = [failed_event.c[name] for name in FAILURE_KEY]
+    return [
+        or_(*(and_(*(c == v for c, v in zip(columns, key, strict=True))) for key in chunk))
+        for chunk in (
+            wanted[start : start + KEYS_PER_LOOKUP]
+            for start in range(0, len(wanted), KEYS_PER_LOOKUP)
+        )
+    ]
 
 
 OPEN = tuple(status.value for status in FailureStatus if status not in SETTLED)
@@ -347,18 +355,13 @@ class ConsumerStore:
         took it, no worker reads the record for that skip again; the row is settled, and
         retention deletes it in time. Any other status is a later decision, left as it is.
         """
-        if not keys:
-            return
         f = failed_event
-        columns = [f.c[name] for name in FAILURE_KEY]
-        matches = or_(
-            *(and_(*(c == v for c, v in zip(columns, key, strict=True))) for key in sorted(keys))
-        )
-        await self.session.execute(
-            f.update()
-            .where(matches, f.c.status == FailureStatus.SKIP_REQUESTED.value)
-            .values(status=FailureStatus.SKIPPED.value)
-        )
+        for matches in _key_matches(keys):
+            await self.session.execute(
+                f.update()
+                .where(matches, f.c.status == FailureStatus.SKIP_REQUESTED.value)
+                .values(status=FailureStatus.SKIPPED.value)
+            )
 
     async def _claim(self, table: Table, rows: list[dict[str, Any]]) -> None:
         """Insert dedup (or parked) records; ``VersionConflict`` if another transaction
