@@ -278,20 +278,8 @@ class ConsumerBatch:
         aggregate waits for it, as for any dead event (replay it once the schema reads it)."""
         routed = self.router.poison(poison, self.consumer)
         self._route(routed)
-        event_id = poison.envelope.event_id if poison.envelope else None
-        record = poison.record
         self.outcomes.append(
-            Outcome(
-                routed.kind,
-                self.consumer,
-                event_id,
-                poison.event_type,
-                routed.detail,
-                routed.error,
-                record.topic,
-                record.partition,
-                record.offset,
-            )
+            poison.outcome(routed.kind, self.consumer, routed.detail, routed.error)
         )
 
     def _route(self, routed: Routed) -> None:

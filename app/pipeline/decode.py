@@ -20,6 +20,7 @@ from app.errors import (
     PoisonError,
     UnsupportedVersionError,
 )
+from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.wire import AGGREGATE, LOOKED_ELSEWHERE, Source, envelope_object, with_aggregate
 from app.records import RawRecord
 from app.settings import DEFAULT_AGGREGATE_TYPE
@@ -73,6 +74,22 @@ class Poison(NamedTuple):
     trip: Trip
     envelope: RawEnvelope | None = None
     event_type: str | None = None
+
+    def outcome(self, kind: Kind, consumer: str, detail: str, error: str) -> Outcome:
+        """What became of it (``kind``) for ``consumer``, named by its eventId if it could be
+        read and by where it was read."""
+        record = self.record
+        return Outcome(
+            kind,
+            consumer,
+            self.envelope.event_id if self.envelope else None,
+            self.event_type,
+            detail,
+            error,
+            record.topic,
+            record.partition,
+            record.offset,
+        )
 
 
 def decode(
@@ -280,9 +297,7 @@ def decode_batch(
     default_aggregate_type: str = DEFAULT_AGGREGATE_TYPE,
 ) -> tuple[list[Decoded], list[Poison]]:
     """``decode`` each record: events (in arrival order) and poison."""
-    return _split(
-        (decode(record, payloads, default_aggregate_type) for record in records), Decoded
-    )
+    return _split((decode(record, payloads, default_aggregate_type) for record in records), Decoded)
 
 
 def validate_batch(

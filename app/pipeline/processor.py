@@ -291,21 +291,7 @@ class BatchProcessor:
             # Logged with the batch's outcomes (``log_outcomes``), one line each: an ERROR,
             # or INFO when its DLT record was written before (none now, and none counted).
             detail = r.detail if id(r) in dead else DEAD_LETTERED_BEFORE
-            event_id = p.envelope.event_id if p.envelope else None
-            record = p.record
-            outcomes.append(
-                Outcome(
-                    Kind.POISON,
-                    "",
-                    event_id,
-                    p.event_type,
-                    detail,
-                    r.error,
-                    record.topic,
-                    record.partition,
-                    record.offset,
-                )
-            )
+            outcomes.append(p.outcome(Kind.POISON, "", detail, r.error))
         return outcomes
 
     def _outbox_written(self) -> None:
