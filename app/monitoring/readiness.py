@@ -111,16 +111,19 @@ def progress(waiting: int | None, idle: float, limit: float, completed_any: bool
     (there is no last batch to give the age of)."""
     if waiting is None:
         return Check("progress", True, "lag unknown")
+    stalled = bool(waiting) and idle > limit
     if not completed_any:
         since = f"no batch yet in the {idle:.0f}s since the start"
-        if waiting and idle > limit:
-            return Check("progress", False, f"{since} while {waiting} record(s) wait")
-        return Check("progress", True, f"{since}, {waiting} record(s) waiting")
-    if waiting and idle > limit:
-        return Check(
-            "progress", False, f"no batch completed for {idle:.0f}s while {waiting} record(s) wait"
+        detail = (
+            f"{since} while {waiting} record(s) wait"
+            if stalled
+            else f"{since}, {waiting} record(s) waiting"
         )
-    return Check("progress", True, f"last batch {idle:.0f}s ago, {waiting} record(s) waiting")
+    elif stalled:
+        detail = f"no batch completed for {idle:.0f}s while {waiting} record(s) wait"
+    else:
+        detail = f"last batch {idle:.0f}s ago, {waiting} record(s) waiting"
+    return Check("progress", not stalled, detail)
 
 
 def _describe(exc: BaseException) -> str:

@@ -45,26 +45,23 @@ from app.runtime.offsets import gap_to_add
 YIELD_EVERY = 100  # records delivered between two turns of the loop, as in faust
 
 
+def flow_stopped(consumer: Any) -> bool:
+    """True while a rebalance stops the flow: any delivery, or append to an inbox, waits."""
+    return consumer.suspend_flow.is_set() or not consumer.app.flow_control.is_active()
+
+
 def can_block(consumer: Any, message: Any) -> bool:
-    """True when delivering ``message`` now might wait (see the module docstring)."""
+    """True when delivering ``message`` to the conductor now might wait (see the module
+    docstring)."""
     app = consumer.app
     conductor = app.topics
-    if (
-        consumer.suspend_flow.is_set()
-        or not app.flow_control.is_active()
-        or conductor._tp_to_callback_lock.locked()
-    ):
+    if flow_stopped(consumer) or conductor._tp_to_callback_lock.locked():
         return True
     buffer = app.producer.buffer
     if buffer.size > buffer.max_messages:
         return True
     channels = conductor._topic_name_index.get(message.topic, ())
     return any(channel.queue.full() for channel in channels)
-
-
-def flow_stopped(consumer: Any) -> bool:
-    """True while a rebalance stops the flow: an append to an inbox then waits."""
-    return consumer.suspend_flow.is_set() or not consumer.app.flow_control.is_active()
 
 
 async def drain_messages(consumer: Any, fetcher: Any) -> None:
