@@ -63,8 +63,9 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     handler_modules: str = "handlers"
     consumers: str = ""
     batch_size: int = Field(default=2_000, ge=1, le=100_000)
-    batch_wait_seconds: float = Field(default=0.05, gt=0, le=60)
+    batch_wait_seconds: float = Field(default=0.005, gt=0, le=60)
     fetch_max_wait_ms: int = Field(default=50, ge=0, le=60_000)
+    fetch_min_bytes: int = Field(default=65_536, ge=1, le=52_428_800)
     gc_young_threshold: int = Field(default=20_000, ge=0)
     unseen_aggregate_policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE
     default_aggregate_type: str = Field(

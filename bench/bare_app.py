@@ -3,8 +3,8 @@
 ``python -m faust -A bench.bare_app worker`` with the framework worker's
 environment (``BROKER_URL``, ``ORDER_TOPIC``, ``APP_ID``, ``BATCH_SIZE``,
 ``BATCH_WAIT_SECONDS``, ``BROKER_SESSION_TIMEOUT_SECONDS``, ``FETCH_MAX_WAIT_MS``,
-``GC_YOUNG_THRESHOLD``). Its consumer is the framework worker's
-(``app.runtime.transport``: the fetch wait, the fetch loop, a partition's records
+``FETCH_MIN_BYTES``, ``GC_YOUNG_THRESHOLD``). Its consumer is the framework worker's
+(``app.runtime.transport``: the fetch wait and size, the fetch loop, a partition's records
 taken as soon as its stream buffer drains), its process is tuned like the worker's
 (the garbage collector), and it takes the events in batches of ``BATCH_SIZE``
 within ``BATCH_WAIT_SECONDS``, so the difference to the framework is what the
@@ -28,7 +28,7 @@ from typing import Any
 import faust
 
 from app.runtime.garbage import tune_garbage_collector
-from app.runtime.transport import set_fetch_max_wait
+from app.runtime.transport import set_fetch
 from app.settings import Settings
 
 _app_id = os.environ.get("APP_ID", "bench-bare")
@@ -40,6 +40,7 @@ _each = os.environ.get("BARE_ITERATION", "batch") == "each"
 _fetch_max_wait_ms = int(
     os.environ.get("FETCH_MAX_WAIT_MS", _defaults["fetch_max_wait_ms"].default)
 )
+_fetch_min_bytes = int(os.environ.get("FETCH_MIN_BYTES", _defaults["fetch_min_bytes"].default))
 _gc_young_threshold = int(
     os.environ.get("GC_YOUNG_THRESHOLD", _defaults["gc_young_threshold"].default)
 )
@@ -55,7 +56,7 @@ app = faust.App(
     store="memory://",
     web_enabled=True,
 )
-set_fetch_max_wait(app, _fetch_max_wait_ms)
+set_fetch(app, _fetch_max_wait_ms, _fetch_min_bytes)
 topic = app.topic(
     os.environ.get("ORDER_TOPIC", "order-event-topic"),
     key_serializer="raw",

@@ -25,9 +25,9 @@ METHOD = {
         "the commit) minus the wall-clock time the bench handed the event to its producer "
         "(linger 5 ms). Bare agent: each record's age (now minus its Kafka timestamp) when "
         "the agent takes it: the transport's floor. Both consumers fetch with the worker's "
-        "FETCH_MAX_WAIT_MS; Apache Kafka answers a fetch as soon as data arrives, while "
-        "Tansu holds a fetch for that whole wait when it has nothing new (part of both "
-        "floors there). Nearest-rank p50/p99."
+        "FETCH_MAX_WAIT_MS and FETCH_MIN_BYTES; Apache Kafka answers a fetch once that many "
+        "bytes arrived or the wait is over, while Tansu holds a fetch for that whole wait "
+        "when it has nothing new (part of both floors there). Nearest-rank p50/p99."
     ),
     "warm_up": (
         "Before the framework rows, up to 20,000 events are applied unmeasured and the tables "

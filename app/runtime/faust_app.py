@@ -32,7 +32,7 @@ from app.runtime.inbox import Inbox
 from app.runtime.intake import Intake
 from app.runtime.records import to_record
 from app.runtime.services import Services, start_services
-from app.runtime.transport import Transport, set_fetch_max_wait
+from app.runtime.transport import Transport, set_fetch
 from app.runtime.web import add_observability
 from app.settings import Settings
 from dlq.topics import dlt_topic, retry_topic
@@ -76,7 +76,7 @@ def create_app(
     app.inboxes = {}
     if settings.topics_declare:
         app.topics_first = _declarer(settings)
-    set_fetch_max_wait(app, settings.fetch_max_wait_ms)
+    set_fetch(app, settings.fetch_max_wait_ms, settings.fetch_min_bytes)
     services = _LazyServices(settings, registry)
     progress = add_observability(app, settings, registry, clients, services.relay_health)
     base = settings.order_topic

@@ -18,6 +18,13 @@ an idle cost only; one that holds every fetch for the whole wait adds up to
 1.5 s to each event's latency. ``FETCH_MAX_WAIT_MS`` sets it, and on any broker
 the cost of a short wait is one more empty fetch per wait while a partition is idle.
 
+``FETCH_MIN_BYTES`` (64 KiB) lets the broker gather records before it answers, for
+``FETCH_MAX_WAIT_MS`` at most: Kafka's ``fetch.min.bytes``, which faust leaves at one
+byte. At one byte a broker answers every fetch as soon as one record arrives, and
+under a steady load the worker spends its time on fetches of a few records each
+(a tenth of its samples at 7,500 events/s); the records a fetch brings are the
+batch's start, so the wait moves from the worker's batch to the broker.
+
 faust stops taking a partition's fetched records while its stream buffer is under
 pressure and takes them again once it drops; a fetch that started meanwhile waited
 out its whole timeout (1 s) for data that was already there, once per buffer's worth
@@ -108,8 +115,9 @@ def _broker_trouble(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "Invalid controller" in str(exc)
 
 
-def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
-    """faust's aiokafka ``Consumer`` whose fetches wait at most ``fetch_max_wait_ms``."""
+def consumer_class(fetch_max_wait_ms: int, fetch_min_bytes: int = 1) -> type[driver.Consumer]:
+    """faust's aiokafka ``Consumer`` whose fetches wait at most ``fetch_max_wait_ms`` for
+    ``fetch_min_bytes``."""
 
     class ConsumerThread(driver.AIOKafkaConsumerThread):
         async def on_start(self) -> None:
@@ -139,6 +147,7 @@ def consumer_class(fetch_max_wait_ms: int) -> type[driver.Consumer]:
             consumer = super()._create_worker_consumer(transport)
             # Read by AIOKafkaConsumer.start(), which builds the fetcher; start() comes after.
             consumer._fetch_max_wait_ms = fetch_max_wait_ms
+            consumer._fetch_min_bytes = fetch_min_bytes
             return consumer
 
     class Consumer(driver.Consumer):
@@ -210,7 +219,9 @@ def wake_waiters(fetcher: Any) -> None:
         fetcher._notify(waiter)
 
 
-def set_fetch_max_wait(app: faust.App, fetch_max_wait_ms: int) -> None:
-    """Make ``app``'s Kafka consumer wait at most ``fetch_max_wait_ms`` for a fetch."""
+def set_fetch(app: faust.App, fetch_max_wait_ms: int, fetch_min_bytes: int = 1) -> None:
+    """Make ``app``'s Kafka consumer's fetches wait at most ``fetch_max_wait_ms`` for
+    ``fetch_min_bytes``."""
     if isinstance(app.transport, driver.Transport):
-        app.transport.Consumer = consumer_class(fetch_max_wait_ms)  # type: ignore[misc]
+        consumer = consumer_class(fetch_max_wait_ms, fetch_min_bytes)
+        app.transport.Consumer = consumer  # type: ignore[misc]

@@ -43,8 +43,9 @@ def test_defaults() -> None:
     assert settings.redis_url is None
     assert settings.order_topic == "order-event-topic"
     assert settings.batch_size == 2000
-    assert settings.batch_wait_seconds == 0.05
+    assert settings.batch_wait_seconds == 0.005
     assert settings.fetch_max_wait_ms == 50
+    assert settings.fetch_min_bytes == 65_536
     assert settings.gc_young_threshold == 20_000
     assert settings.unseen_aggregate_policy is UnseenAggregatePolicy.FROM_ONE
     assert settings.migrate_on_start is True
@@ -110,6 +111,7 @@ def test_the_database_url_gets_an_async_driver(url: str, expected: str) -> None:
         ("batch_size", 100_001),
         ("batch_wait_seconds", 0),
         ("batch_wait_seconds", 61),
+        ("fetch_min_bytes", 0),
         ("order_topic_partitions", 0),
         ("infra_retry_initial_seconds", 0),
         ("db_pool_size", 0),

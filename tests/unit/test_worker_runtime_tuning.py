@@ -1,6 +1,7 @@
 """The worker's runtime tuning takes effect: the consumer's fetch wait and the garbage collector.
 
-- ``FETCH_MAX_WAIT_MS`` reaches the aiokafka consumer faust builds (faust pins 1,500 ms);
+- ``FETCH_MAX_WAIT_MS`` and ``FETCH_MIN_BYTES`` reach the aiokafka consumer faust builds
+  (faust pins 1,500 ms and leaves one byte);
 - ``GC_YOUNG_THRESHOLD`` freezes what exists at start-up and sets the young threshold;
   0 leaves the interpreter's collector as it was.
 No broker is contacted: the consumer is built, never started.
@@ -15,16 +16,17 @@ import faust
 import pytest
 
 from app.runtime.garbage import FULL_EVERY, MIDDLE_EVERY, tune_garbage_collector
-from app.runtime.transport import set_fetch_max_wait
+from app.runtime.transport import set_fetch
 
 
-async def test_the_fetch_wait_reaches_the_kafka_consumer() -> None:
+async def test_the_fetch_wait_and_size_reach_the_kafka_consumer() -> None:
     app = faust.App("fetch-wait-test", broker="kafka://127.0.0.1:1", web_enabled=False)
-    set_fetch_max_wait(app, 42)
+    set_fetch(app, 42, 4096)
 
     kafka_consumer = app.consumer._thread._create_worker_consumer(app.transport)
     try:
         assert kafka_consumer._fetch_max_wait_ms == 42
+        assert kafka_consumer._fetch_min_bytes == 4096
     finally:
         await kafka_consumer._client.close()
 
@@ -35,6 +37,7 @@ async def test_without_the_setting_faust_would_wait_1500_ms() -> None:
     kafka_consumer = app.consumer._thread._create_worker_consumer(app.transport)
     try:
         assert kafka_consumer._fetch_max_wait_ms == 1_500
+        assert kafka_consumer._fetch_min_bytes == 1
     finally:
         await kafka_consumer._client.close()
 
