@@ -116,6 +116,8 @@ def fault_of(exc: BaseException) -> Fault:
             return by_code
         if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError):
             return Fault.CONNECTION  # no code to tell: what these classes mostly mean
+        if _driver_state_broken(exc.orig):
+            return Fault.CONNECTION
         return Fault.EVENT
     if isinstance(exc, OSError | asyncio.TimeoutError | TimeoutError):
         return Fault.CONNECTION
@@ -134,7 +136,22 @@ def fault_of(exc: BaseException) -> Fault:
         return Fault.CONNECTION
     if module.startswith(("asyncpg", "aiomysql", "pymysql")) and "Connection" in type(exc).__name__:
         return Fault.CONNECTION
+    if _driver_state_broken(exc):
+        return Fault.CONNECTION
     return Fault.EVENT
+
+
+def _driver_state_broken(error: BaseException | None) -> bool:
+    """asyncpg's ``InternalClientError`` (as itself, or the cause of SQLAlchemy's
+    ``InternalError``): the driver's protocol state is broken ("cannot switch to state 11;
+    another operation is in progress", met on a new connection right after the server
+    restarted, and after a session terminated mid-statement). The connection is of no
+    further use; nothing about the event."""
+    for candidate in (error, getattr(error, "__cause__", None)):
+        kind = type(candidate)
+        if kind.__name__ == "InternalClientError" and kind.__module__.startswith("asyncpg"):
+            return True
+    return False
 
 
 # A unique key already taken: PostgreSQL 23505, MySQL/MariaDB 1062 (and 1586), SQLite's

@@ -4,7 +4,9 @@ Contract: ``is_infrastructure`` is true for ``InfrastructureError``, ``OSError``
 (connection refused/reset, network unreachable), timeouts, SQLAlchemy
 disconnection/pool timeouts, any DBAPI error whose connection was invalidated,
 serialization failures and deadlocks (PostgreSQL SQLSTATE 40001/40P01/55P03,
-MySQL 1205/1213), the connection errors of redis, asyncpg and aiomysql, and
+MySQL 1205/1213), the connection errors of redis, asyncpg and aiomysql, asyncpg's
+``InternalClientError`` (its protocol state broken; as itself or as the cause of
+SQLAlchemy's ``InternalError``), and
 the broker's (aiokafka's connection error, its timeouts and the retriable
 broker responses a publish of a retry or DLT record meets while the broker is
 down or electing a leader). A database error with a code is sorted by the
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import pytest
 from aiokafka import errors as kafka
+from asyncpg.exceptions import _base as asyncpg_base
 from sqlalchemy import exc as sa_exc
 
 from app.errors import InfrastructureError, PermanentError, RetryableError
@@ -70,6 +73,19 @@ def dbapi(kind: type[sa_exc.DBAPIError], orig: BaseException, invalidated: bool 
     return kind("SELECT 1", {}, orig, connection_invalidated=invalidated)
 
 
+def protocol_state_broken() -> BaseException:
+    return asyncpg_base.InternalClientError(
+        "cannot switch to state 11; another operation (2) is in progress"
+    )
+
+
+def translated(cause: BaseException) -> BaseException:
+    """What SQLAlchemy's asyncpg adapter raises for ``cause``: its own class, from it."""
+    error = Exception(f"{type(cause)}: {cause}")
+    error.__cause__ = cause
+    return error
+
+
 INFRASTRUCTURE = [
     InfrastructureError("db down"),
     OSError("network is unreachable"),
@@ -90,6 +106,8 @@ INFRASTRUCTURE = [
     foreign("redis.exceptions", "ConnectionError"),
     foreign("redis.exceptions", "TimeoutError"),
     foreign("asyncpg.exceptions", "ConnectionDoesNotExistError"),
+    protocol_state_broken(),
+    dbapi(sa_exc.InternalError, translated(protocol_state_broken())),
     foreign("aiomysql", "ConnectionError"),
     foreign("pymysql.err", "ConnectionResetError"),
     kafka.KafkaConnectionError("no broker available"),
@@ -127,6 +145,7 @@ EVENT_FAULTS = [
     dbapi(sa_exc.IntegrityError, Exception(1062, "Duplicate entry")),
     dbapi(sa_exc.DataError, Exception("value too long")),
     dbapi(sa_exc.ProgrammingError, Exception("no such table")),
+    dbapi(sa_exc.InternalError, translated(foreign("asyncpg.exceptions", "InternalServerError"))),
     foreign("redis.exceptions", "ResponseError"),
     foreign("asyncpg.exceptions", "UniqueViolationError"),
     foreign("mylib.net", "ConnectionError"),
