@@ -223,5 +223,5 @@ def set_fetch(app: faust.App, fetch_max_wait_ms: int, fetch_min_bytes: int = 1) 
     """Make ``app``'s Kafka consumer's fetches wait at most ``fetch_max_wait_ms`` for
     ``fetch_min_bytes``."""
     if isinstance(app.transport, driver.Transport):
-        consumer = consumer_class(fetch_max_wait_ms, fetch_min_bytes)
-        app.transport.Consumer = consumer  # type: ignore[misc]
+        fetching = consumer_class(fetch_max_wait_ms, fetch_min_bytes)
+        app.transport.Consumer = fetching  # type: ignore[misc]
