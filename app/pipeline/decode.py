@@ -297,7 +297,12 @@ def decode_batch(
     default_aggregate_type: str = DEFAULT_AGGREGATE_TYPE,
 ) -> tuple[list[Decoded], list[Poison]]:
     """``decode`` each record: events (in arrival order) and poison."""
-    return _split((decode(record, payloads, default_aggregate_type) for record in records), Decoded)
+    return sort_out(decode(record, payloads, default_aggregate_type) for record in records)
+
+
+def sort_out(results: Iterable[Decoded | Poison]) -> tuple[list[Decoded], list[Poison]]:
+    """Decoded records (events, in arrival order) and poison, apart."""
+    return _split(results, Decoded)
 
 
 def validate_batch(

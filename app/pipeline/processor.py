@@ -62,7 +62,15 @@ from app.failure_log import log_failure
 from app.pipeline.apply import HandlerFailed, Mode
 from app.pipeline.classify import is_unique_violation
 from app.pipeline.consumer_batch import ConsumerBatch
-from app.pipeline.decode import Decoded, Poison, decode_batch, read_batch, validate_batch
+from app.pipeline.decode import (
+    Decoded,
+    Poison,
+    decode,
+    decode_batch,
+    read_batch,
+    sort_out,
+    validate_batch,
+)
 from app.pipeline.outcomes import DEAD_LETTERED_BEFORE, Kind, Outcome
 from app.pipeline.pause import Backoff, OnPause, Streak, retry_in_place
 from app.pipeline.route import FailureRouter, Routed
@@ -98,14 +106,29 @@ class BatchProcessor:
     prefilter: Lookup | None = None
     escalate_after: int = 3
 
-    async def process(self, records: Sequence[RawRecord]) -> list[Outcome]:
+    @property
+    def decodes_first(self) -> bool:
+        """True when records are decoded before anything else (no prefilter to ask first):
+        then ``decode`` may be done ahead, and its results handed to ``process``."""
+        return self.prefilter is None
+
+    def decode(self, record: RawRecord) -> Decoded | Poison:
+        """``record`` decoded as ``process`` decodes it."""
+        return decode(record, self.registry.event_types, self.default_aggregate_type)
+
+    async def process(
+        self, records: Sequence[RawRecord], decoded: Sequence[Decoded | Poison] | None = None
+    ) -> list[Outcome]:
         """Process ``records``; returns once every effect is committed, with every failure's
-        retry or DLT record in the outbox. Bad events never raise."""
+        retry or DLT record in the outbox. Bad events never raise. ``decoded``: the records'
+        ``decode``, in their order, when it was done ahead (only when ``decodes_first``)."""
         consumers = self.registry.consumers
         payloads = self.registry.event_types
         known: Known = {}
         outcomes: list[Outcome] = []
-        if self.prefilter is None:
+        if decoded is not None and self.decodes_first:
+            events, poison = sort_out(decoded)
+        elif self.decodes_first:
             # Nothing asks for the JSON before validation: bytes to events in one pass.
             events, poison = decode_batch(list(records), payloads, self.default_aggregate_type)
         else:

@@ -10,6 +10,10 @@ in one go (``intake``); while the processor waits for events, each as it comes.
 An event's wait is counted from its take, at most ``GATHER_SECONDS`` after faust
 delivered it.
 
+``prepare``, when given, is awaited on each chunk the reader takes, before the chunk
+joins the pending events: work on them ahead of their batch (``ahead``: decoding),
+done while the batch in hand waits on the database.
+
 A batch is what is pending when the processor is free: ``size`` events, or
 fewer once the oldest pending event has waited ``within`` seconds. With a
 backlog on the broker (``behind``: the newest pending event has at least
@@ -40,6 +44,7 @@ from app.runtime.acks import withhold
 # for every event that faust delivers (faust hands them over one per turn of the loop).
 GATHER_SECONDS = 0.005
 Process = Callable[[list[Any]], Awaitable[None]]
+Prepare = Callable[[list[Any]], Awaitable[None]]
 Behind = Callable[[Any], int]
 
 
@@ -76,7 +81,12 @@ class Source(Protocol):
 
 
 async def run_batches(
-    source: Source, size: int, within: float, process: Process, behind: Behind | None = None
+    source: Source,
+    size: int,
+    within: float,
+    process: Process,
+    behind: Behind | None = None,
+    prepare: Prepare | None = None,
 ) -> None:
     """``process`` each batch, then ack it, until cancelled; raises what ``process`` or
     the source raised."""
@@ -95,6 +105,8 @@ async def run_batches(
                 events = await source.take(size - len(pending.events))
             except StopAsyncIteration:
                 return  # the stream ended: the worker is stopping
+            if prepare is not None:
+                await prepare(events)
             was_empty = not pending.events
             pending.events += events
             pending.arrived += [loop.time()] * len(events)

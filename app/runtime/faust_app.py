@@ -10,6 +10,7 @@ import asyncio
 import logging
 import tempfile
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,13 @@ from app.monitoring.readiness import Check
 from app.outbox.topics import TopicMaker
 from app.registry import Registry
 from app.runtime import due
+from app.runtime.ahead import Ahead
 from app.runtime.assignor import PartitionAssignor
 from app.runtime.batches import BatchGivenUp, run_batches
 from app.runtime.broker_wait import wait_for_broker
 from app.runtime.garbage import tune_garbage_collector
 from app.runtime.inbox import Inbox
 from app.runtime.intake import Intake
-from app.runtime.records import to_record
 from app.runtime.services import Services, start_services
 from app.runtime.transport import Transport, set_fetch
 from app.runtime.web import add_observability
@@ -175,9 +176,10 @@ def _agent(
         processor = (await services.get()).processor
 
         intake = Intake(stream, inbox)
+        ahead = Ahead(processor.decode if processor.decodes_first else None)
 
         async def process(messages: list[Any]) -> None:
-            records = [to_record(m) for m in messages]
+            records, decoded = ahead.take(messages)
             if wait_until_due:
                 try:
                     with progress.waiting_until_due(records[0].topic):
@@ -185,13 +187,18 @@ def _agent(
                 except BatchGivenUp as given_up:
                     log.info("%s: %s; left to the partitions' next owner", name, given_up)
                     raise
-            outcomes = await progress.run(processor.process, records)
+            outcomes = await progress.run(partial(processor.process, decoded=decoded), records)
             log.debug("%s: batch of %d, %d outcomes", name, len(messages), len(outcomes))
 
         # Acked batch by batch, only after process() returned: after the commit.
         await intake.start()
         await run_batches(
-            intake, settings.batch_size, settings.batch_wait_seconds, process, _behind(app)
+            intake,
+            settings.batch_size,
+            settings.batch_wait_seconds,
+            process,
+            _behind(app),
+            ahead.prepare,
         )
 
     inbox = app.inboxes[topic.get_topic_name()] = Inbox(app.conf.stream_buffer_maxsize)

@@ -11,6 +11,8 @@ Contract of ``app.runtime.batches.run_batches``:
   and the error reaches the caller;
 - a batch that ``process`` gives up (``BatchGivenUp``) is withheld, not acked, and
   the batches go on with the next one;
+- ``prepare``, when given, is awaited on every chunk the reader takes before its events
+  can be in a batch, and runs for the next batch while the batch in hand is processed;
 - a source that ends (faust throws ``StopAsyncIteration`` into a stopping agent's
   channel) ends ``run_batches`` without an error, once the batch in hand is
   processed and acked; what was read ahead is withheld.
@@ -71,9 +73,11 @@ def offsets(batch: list[Any]) -> list[int]:
     return [event.offset for event in batch]
 
 
-async def run_until(stream: FakeStream, process: Any, size: int, within: float, done: Any) -> None:
+async def run_until(
+    stream: FakeStream, process: Any, size: int, within: float, done: Any, prepare: Any = None
+) -> None:
     """Run the batches until ``done()``; then stop them as a worker shutdown would."""
-    task = asyncio.ensure_future(run_batches(stream, size, within, process))
+    task = asyncio.ensure_future(run_batches(stream, size, within, process, prepare=prepare))
     for _ in range(500):
         if done():
             break
@@ -100,6 +104,34 @@ async def test_every_event_once_in_order_and_acked_after_its_batch() -> None:
     assert batches[:4] == [list(range(i, i + 5)) for i in (0, 5, 10, 15)]
     assert acked_before_return == [[] for _ in batches]
     assert stream.acked == list(range(23))
+
+
+async def test_each_event_is_prepared_before_its_batch_and_while_the_one_before_is_processed() -> (
+    None
+):
+    stream = FakeStream(count=30)
+    prepared: list[int] = []
+    prepared_while_first: list[int] = []
+    unprepared_in_a_batch: list[int] = []
+
+    async def prepare(events: list[Any]) -> None:
+        await asyncio.sleep(0)  # work that yields, as decoding in slices does
+        prepared.extend(offsets(events))
+
+    async def process(batch: list[Any]) -> None:
+        unprepared_in_a_batch.extend(o for o in offsets(batch) if o not in prepared)
+        if offsets(batch)[0] == 0:
+            await asyncio.sleep(0.05)  # the reader prepares the next batch meanwhile
+            prepared_while_first.extend(prepared)
+
+    await asyncio.wait_for(
+        run_until(stream, process, 10, 0.01, lambda: len(stream.acked) == 30, prepare), 5
+    )
+
+    assert unprepared_in_a_batch == []
+    assert prepared == list(range(30))  # each once, in arrival order
+    assert prepared_while_first == list(range(20))  # the batch in hand and the next one
+    assert stream.acked == list(range(30))
 
 
 async def test_the_next_batch_is_read_while_one_is_processed_but_no_further() -> None:
