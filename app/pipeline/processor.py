@@ -109,19 +109,20 @@ class BatchProcessor:
     @property
     def decodes_first(self) -> bool:
         """True when records are decoded before anything else (no prefilter to ask first):
-        then ``decode`` may be done ahead, and its results handed to ``process``."""
+        then records may be decoded ahead (``decoder``) and handed to ``process``."""
         return self.prefilter is None
 
-    def decode(self, record: RawRecord) -> Decoded | Poison:
-        """``record`` decoded as ``process`` decodes it."""
-        return decode(record, self.registry.event_types, self.default_aggregate_type)
+    def decoder(self) -> Callable[[RawRecord], Decoded | Poison]:
+        """Decodes a record as ``process`` does (the handlers' event types read once)."""
+        payloads, default_aggregate_type = self.registry.event_types, self.default_aggregate_type
+        return lambda record: decode(record, payloads, default_aggregate_type)
 
     async def process(
         self, records: Sequence[RawRecord], decoded: Sequence[Decoded | Poison] | None = None
     ) -> list[Outcome]:
         """Process ``records``; returns once every effect is committed, with every failure's
-        retry or DLT record in the outbox. Bad events never raise. ``decoded``: the records'
-        ``decode``, in their order, when it was done ahead (only when ``decodes_first``)."""
+        retry or DLT record in the outbox. Bad events never raise. ``decoded``: the records
+        decoded ahead by ``decoder``, in their order (used only when ``decodes_first``)."""
         consumers = self.registry.consumers
         payloads = self.registry.event_types
         known: Known = {}

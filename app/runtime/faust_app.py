@@ -176,7 +176,7 @@ def _agent(
         processor = (await services.get()).processor
 
         intake = Intake(stream, inbox)
-        ahead = Ahead(processor.decode if processor.decodes_first else None)
+        ahead = Ahead(processor.decoder() if processor.decodes_first else None)
 
         async def process(messages: list[Any]) -> None:
             records, decoded = ahead.take(messages)

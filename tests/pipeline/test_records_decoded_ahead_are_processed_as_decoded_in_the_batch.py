@@ -45,7 +45,8 @@ async def test_a_batch_decoded_ahead_applies_skips_and_dead_letters_as_one_decod
     ]
     processor = make_processor()
     assert processor.decodes_first
-    decoded = [processor.decode(r) for r in batch]
+    decode = processor.decoder()
+    decoded = [decode(r) for r in batch]
 
     def decoded_again(*_: object) -> None:
         raise AssertionError("the batch was decoded again")
