@@ -12,7 +12,8 @@ delivered it.
 
 ``prepare``, when given, is awaited on each chunk the reader takes, before the chunk
 joins the pending events: work on them ahead of their batch (``ahead``: decoding),
-done while the batch in hand waits on the database.
+done while the batch in hand waits on the database. A chunk joins them even when
+the batches stop (or ``prepare`` fails) on the way, so that it is withheld with them.
 
 A batch is what is pending when the processor is free: ``size`` events, or
 fewer once the oldest pending event has waited ``within`` seconds. With a
@@ -105,11 +106,14 @@ async def run_batches(
                 events = await source.take(size - len(pending.events))
             except StopAsyncIteration:
                 return  # the stream ended: the worker is stopping
-            if prepare is not None:
-                await prepare(events)
-            was_empty = not pending.events
-            pending.events += events
-            pending.arrived += [loop.time()] * len(events)
+            try:
+                if prepare is not None:
+                    await prepare(events)
+            finally:
+                # Pending even when stopped or failed while preparing: processed or withheld.
+                was_empty = not pending.events
+                pending.events += events
+                pending.arrived += [loop.time()] * len(events)
             if was_empty or len(pending.events) >= size:
                 pending.signal.set()
 

@@ -13,6 +13,7 @@ Contract of ``app.runtime.batches.run_batches``:
   the batches go on with the next one;
 - ``prepare``, when given, is awaited on every chunk the reader takes before its events
   can be in a batch, and runs for the next batch while the batch in hand is processed;
+  a chunk whose preparing the stop interrupts is withheld with the rest;
 - a source that ends (faust throws ``StopAsyncIteration`` into a stopping agent's
   channel) ends ``run_batches`` without an error, once the batch in hand is
   processed and acked; what was read ahead is withheld.
@@ -132,6 +133,34 @@ async def test_each_event_is_prepared_before_its_batch_and_while_the_one_before_
     assert prepared == list(range(30))  # each once, in arrival order
     assert prepared_while_first == list(range(20))  # the batch in hand and the next one
     assert stream.acked == list(range(30))
+
+
+async def test_a_chunk_being_prepared_when_the_batches_stop_is_withheld() -> None:
+    stream = FakeStream(count=20)
+    preparing = asyncio.Event()
+
+    async def prepare(events: list[Any]) -> None:
+        if offsets(events)[0] >= 10:
+            preparing.set()
+            await asyncio.Event().wait()  # still preparing when the worker stops
+
+    async def process(batch: list[Any]) -> None:
+        await asyncio.sleep(0)
+
+    task = asyncio.ensure_future(run_batches(stream, 10, 0.01, process, prepare=prepare))
+    await asyncio.wait_for(preparing.wait(), 5)
+    for _ in range(100):
+        if stream.acked:
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert stream.acked == list(range(10))
+    held = [event for event in stream.handed if event.offset >= 10]
+    assert [event.offset for event in held] == list(range(10, 20))
+    assert all(event.acked for event in held)  # withheld: marked, not acked
 
 
 async def test_the_next_batch_is_read_while_one_is_processed_but_no_further() -> None:
