@@ -66,7 +66,6 @@ from app.pipeline.decode import (
     Decoded,
     Poison,
     decode,
-    decode_batch,
     read_batch,
     sort_out,
     validate_batch,
@@ -127,11 +126,11 @@ class BatchProcessor:
         payloads = self.registry.event_types
         known: Known = {}
         outcomes: list[Outcome] = []
-        if decoded is not None and self.decodes_first:
-            events, poison = sort_out(decoded)
-        elif self.decodes_first:
+        if self.decodes_first:
             # Nothing asks for the JSON before validation: bytes to events in one pass.
-            events, poison = decode_batch(list(records), payloads, self.default_aggregate_type)
+            events, poison = sort_out(
+                decoded if decoded is not None else map(self.decoder(), records)
+            )
         else:
             reads, poison = read_batch(list(records), self.default_aggregate_type)
             # Redis only ever knows committed events, so its answer holds across retries.

@@ -51,7 +51,7 @@ async def test_a_batch_decoded_ahead_applies_skips_and_dead_letters_as_one_decod
     def decoded_again(*_: object) -> None:
         raise AssertionError("the batch was decoded again")
 
-    monkeypatch.setattr(processor_module, "decode_batch", decoded_again)
+    monkeypatch.setattr(processor_module, "decode", decoded_again)
 
     outcomes = await processor.process(batch, decoded=decoded)
 
