@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import (
 
 from app.db import connect_options, pgbouncer
 from app.db.liveness import SessionWatch
+from app.db.ping import ping_when_idle
 from app.db.sockets import keep_alive, socket_of
 from app.db.timeouts import (
     DEFAULT_TIMEOUTS,
@@ -70,7 +71,6 @@ def create_engine(
         options["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     else:
         options.update(
-            pool_pre_ping=True,
             pool_size=pool_size,
             max_overflow=pool_size,
             pool_recycle=1800,
@@ -81,6 +81,7 @@ def create_engine(
     if backend != "sqlite":
         event.listen(engine.sync_engine, "handle_error", _silent_retires_the_pool)
         event.listen(engine.sync_engine, "connect", _keep_alive)
+        ping_when_idle(engine)  # not at every checkout: see ``ping``
     if backend != "sqlite" and timeouts.probe_after and not asked.pgbouncer:
         SessionWatch(asked.url, backend, timeouts, asked.connect_args()).listen(engine)
     if backend == "postgresql" and asked.pgbouncer:
@@ -100,8 +101,8 @@ def _silent_retires_the_pool(context: ExceptionContext) -> None:
     that went silent, and whatever silenced it (a failover, a blackhole, an expired NAT
     entry) silenced the pool's other connections of that time too. Taken as a
     disconnect, SQLAlchemy drops this connection and every pooled one made before it
-    (each is replaced at its next checkout); otherwise each would be pre-pinged at
-    checkout and cost a deadline of its own, one after another."""
+    (each is replaced at its next checkout); otherwise each would be pinged at
+    checkout (``ping``) and cost a deadline of its own, one after another."""
     if isinstance(context.original_exception, TimeoutError):
         context.is_disconnect = True
         context.invalidate_pool_on_disconnect = True

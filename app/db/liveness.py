@@ -149,9 +149,10 @@ class SessionWatch:
         }
         for name, listener in pool_events.items():
             event.listen(engine.sync_engine, name, listener)
-        # The pool pings a connection before its ``checkout`` event; a ping sent within a
-        # jiffy of the connection's last answer (handed out again at once) would otherwise
-        # not count as waiting, and one sent into an outage waited its whole deadline.
+        # A connection idle in the pool is pinged at checkout (``ping``) before this watch's
+        # ``checkout`` listener runs; a ping sent within a jiffy of the connection's last
+        # answer would otherwise not count as waiting, and one sent into an outage waited its
+        # whole deadline.
         dialect = engine.sync_engine.dialect
         ping = dialect.do_ping
 

@@ -8,7 +8,7 @@ server connection across transactions breaks:
   for the connection's life; on another server connection the name is missing, or
   another client's. Here nothing is cached and every statement is the unnamed one,
   parsed, bound and run inside its transaction (SQLAlchemy runs every statement in a
-  transaction, its pre-ping included). Whatever PgBouncer's version: 1.21's
+  transaction, its ping included). Whatever PgBouncer's version: 1.21's
   ``max_prepared_statements`` is not needed.
 - session settings: a ``SET`` would stay on a server connection another client gets
   next. The statement timeout is set per transaction instead (``set_config(...,

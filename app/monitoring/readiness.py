@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 CHECK_TIMEOUT_SECONDS = 1.0
@@ -61,11 +62,18 @@ class Readiness:
 
 
 async def database(engine: AsyncEngine, within: float = CHECK_TIMEOUT_SECONDS) -> Check:
-    """The database answers ``SELECT 1`` within ``within`` seconds."""
+    """The database answers ``SELECT 1`` within ``within`` seconds. A pooled connection
+    found lost on the way (a connection used a moment ago is not pinged first: see
+    ``app.db.ping``) is asked again on a new one, so that the detail says what a new
+    connection meets (the database is gone, refuses, is unreachable)."""
 
     async def select_one() -> None:
-        async with engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
+        try:
+            await _select_one(engine)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+            await _select_one(engine)
 
     try:
         await asyncio.wait_for(select_one(), within)
@@ -74,6 +82,11 @@ async def database(engine: AsyncEngine, within: float = CHECK_TIMEOUT_SECONDS) -
     except Exception as exc:
         return Check("database", False, _describe(exc))
     return Check("database", True, "SELECT 1 answered")
+
+
+async def _select_one(engine: AsyncEngine) -> None:
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
 
 
 async def broker(clients: Connects, within: float = CHECK_TIMEOUT_SECONDS) -> Check:
