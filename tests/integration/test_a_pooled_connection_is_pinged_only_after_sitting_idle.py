@@ -16,6 +16,8 @@ Contract (``app.db.ping``, on a real PostgreSQL):
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -30,114 +32,92 @@ from app.pipeline.classify import is_infrastructure
 pytestmark = pytest.mark.integration
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
+@dataclass
+class Pool:
+    """The engine under test (one pooled connection, the test's clock, its pings counted),
+    and a second engine to end its sessions from."""
 
-    def __call__(self) -> float:
+    engine: AsyncEngine
+    admin: AsyncEngine
+    now: float
+    pings: list[Any] = field(default_factory=list)
+
+    def clock(self) -> float:
         return self.now
 
+    async def session_pid(self) -> int:
+        async with self.engine.connect() as conn:
+            return int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())
 
-async def _session_pid(engine: AsyncEngine) -> int:
-    async with engine.connect() as conn:
-        return int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())
-
-
-async def _terminate(engine: AsyncEngine, pid: int) -> None:
-    async with engine.connect() as conn:
-        await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    async def end_session(self, pid: int) -> None:
+        async with self.admin.connect() as conn:
+            await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
 
 
-def _engines(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
-) -> tuple[AsyncEngine, AsyncEngine, Clock, list[Any]]:
-    """The engine under test (one pooled connection, a clock of the test's, pings counted),
-    and a second one to end its sessions from."""
-    clock = Clock()
+@pytest.fixture
+async def pool(database_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Pool]:
+    clocks: list[Any] = []
     real = ping.ping_when_idle
     monkeypatch.setattr(
-        "app.db.engine.ping_when_idle", lambda engine: real(engine, ping.IDLE_SECONDS, clock)
+        "app.db.engine.ping_when_idle",
+        lambda engine: real(engine, ping.IDLE_SECONDS, lambda: clocks[0]()),
     )
-    engine = create_engine(database_url, pool_size=1)
-    pings: list[Any] = []
-    dialect = engine.sync_engine.dialect
+    under_test = Pool(create_engine(database_url, pool_size=1), create_engine(database_url), 1e3)
+    clocks.append(under_test.clock)
+    dialect = under_test.engine.sync_engine.dialect
     do_ping = dialect.do_ping
 
     def counted(dbapi_connection: Any) -> bool:
-        pings.append(dbapi_connection)
+        under_test.pings.append(dbapi_connection)
         return bool(do_ping(dbapi_connection))
 
     dialect.do_ping = counted  # type: ignore[method-assign]
-    return engine, create_engine(database_url), clock, pings
+    yield under_test
+    await under_test.engine.dispose()
+    await under_test.admin.dispose()
 
 
-async def test_only_a_connection_that_sat_idle_is_pinged(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    engine, _admin, clock, pings = _engines(database_url, monkeypatch)
-    try:
-        first = await _session_pid(engine)  # a new connection: not pinged
-        clock.now += ping.IDLE_SECONDS / 2
-        assert await _session_pid(engine) == first
-        assert pings == []
+async def test_only_a_connection_that_sat_idle_is_pinged(pool: Pool) -> None:
+    first = await pool.session_pid()  # a new connection: not pinged
+    pool.now += ping.IDLE_SECONDS / 2
+    assert await pool.session_pid() == first
+    assert pool.pings == []
 
-        clock.now += ping.IDLE_SECONDS
-        assert await _session_pid(engine) == first
-        assert len(pings) == 1
-    finally:
-        await engine.dispose()
-        await _admin.dispose()
+    pool.now += ping.IDLE_SECONDS
+    assert await pool.session_pid() == first
+    assert len(pool.pings) == 1
 
 
-async def test_a_connection_that_died_while_idle_is_replaced_at_checkout(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    engine, admin, clock, pings = _engines(database_url, monkeypatch)
-    try:
-        dead = await _session_pid(engine)
-        await _terminate(admin, dead)
-        clock.now += ping.IDLE_SECONDS
+async def test_a_connection_that_died_while_idle_is_replaced_at_checkout(pool: Pool) -> None:
+    dead = await pool.session_pid()
+    await pool.end_session(dead)
+    pool.now += ping.IDLE_SECONDS
 
-        replaced = await _session_pid(engine)  # no error: the ping found it dead
+    replaced = await pool.session_pid()  # no error: the ping found it dead
 
-        assert len(pings) == 1
-        assert replaced != dead
-    finally:
-        await engine.dispose()
-        await admin.dispose()
+    assert len(pool.pings) == 1
+    assert replaced != dead
 
 
 async def test_a_connection_that_died_a_moment_ago_fails_as_infrastructure_once(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
+    pool: Pool,
 ) -> None:
-    engine, admin, _clock, pings = _engines(database_url, monkeypatch)
-    try:
-        dead = await _session_pid(engine)
-        await _terminate(admin, dead)
+    dead = await pool.session_pid()
+    await pool.end_session(dead)
 
-        with pytest.raises(Exception) as lost:
-            await _session_pid(engine)
+    with pytest.raises(Exception) as lost:
+        await pool.session_pid()
 
-        assert is_infrastructure(lost.value), repr(lost.value)
-        assert pings == []
-        assert await _session_pid(engine) != dead
-    finally:
-        await engine.dispose()
-        await admin.dispose()
+    assert is_infrastructure(lost.value), repr(lost.value)
+    assert pool.pings == []
+    assert await pool.session_pid() != dead
 
 
-async def test_the_readiness_check_asks_again_on_a_new_connection(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    engine, admin, _clock, _pings = _engines(database_url, monkeypatch)
-    try:
-        dead = await _session_pid(engine)
-        await _terminate(admin, dead)
+async def test_the_readiness_check_asks_again_on_a_new_connection(pool: Pool) -> None:
+    dead = await pool.session_pid()
+    await pool.end_session(dead)
 
-        check = await readiness.database(engine)
+    check = await readiness.database(pool.engine)
 
-        assert check.ok, check.detail
-        assert await _session_pid(engine) != dead
-    finally:
-        await engine.dispose()
-        await admin.dispose()
+    assert check.ok, check.detail
+    assert await pool.session_pid() != dead
