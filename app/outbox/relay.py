@@ -11,7 +11,8 @@ One cycle (``run_once``):
 3. settle in one transaction: acknowledged rows ``PUBLISHED``; a row the broker
    refused, or that cannot be a record (payload not JSON, topic missing), counts an
    attempt (``PENDING`` until ``next_retry_at``, exponential back-off, ``DEAD`` after
-   ``max_attempts``) and its chain's later rows go back to ``PENDING`` unsent.
+   ``max_attempts``) and its chain's later rows go back to ``PENDING`` unsent. In
+   ``run`` a cycle settles while the next one claims and publishes (``step``).
 
 A row's topic missing on the broker is created first where the relay may
 (``topics``, ``app.outbox.topics``); one that stays missing fails its rows'
@@ -122,9 +123,12 @@ class RelayStopped(Exception):
 
 @dataclass
 class _Cycle:
-    """The rows of one claim, and what became of each."""
+    """The rows of one claim, the lease on them (renewed by ``keeper`` until settled), and
+    what became of each."""
 
     rows: list[dict[str, Any]]
+    lease: Lease | None = None
+    keeper: asyncio.Future[None] | None = None
     published: list[dict[str, Any]] = field(default_factory=list)
     failed: list[settle.Failed] = field(default_factory=list)
     stopped: set[tuple[str, str]] = field(default_factory=set)
@@ -198,7 +202,7 @@ class Relay:
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()
         self._stop_at: float | None = None
-        self._lease: Lease | None = None  # the current claim's
+        self._settling: asyncio.Future[None] | None = None  # the last cycle's settlement
         self._unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self._floor = Floor()
         self.published = 0  # rows this relay marked PUBLISHED
@@ -240,7 +244,15 @@ class Relay:
         cycle would only add to their wait); after each empty one the wait doubles, up
         to ``idle_poll_max``, so an idle relay costs the database little (``wake`` ends
         the wait at once: the worker calls it after writing rows; a wake during a cycle
-        makes the next one start as soon as it ends)."""
+        makes the next one start as soon as it ends).
+
+        Each cycle's settlement runs while the next cycle claims and publishes (``step``)."""
+        try:
+            await self._cycles()
+        finally:
+            await self._settled()
+
+    async def _cycles(self) -> None:
         pause = self.config.poll_interval
         while not self.stopping:
             started = time.monotonic()
@@ -248,7 +260,7 @@ class Relay:
             # cycle (rows committed meanwhile) then starts the next one at once.
             self._wake.clear()
             try:
-                claimed = await self.run_once()
+                claimed = await self.step()
             except RelayStopped:
                 break
             self.last_cycle_at = time.monotonic()
@@ -275,16 +287,46 @@ class Relay:
 
     async def run_once(self) -> int:
         """One claim, its publication and its settlement; returns how many rows it claimed."""
-        if self.stopping:
+        cycle = await self._claim_and_publish()
+        if cycle is None:
             return 0
+        await self._end(cycle)
+        return len(cycle.rows)
+
+    async def step(self) -> int:
+        """One cycle of ``run``: claim and publish, then settle in the background once the
+        previous cycle's settlement is done; returns how many rows it claimed.
+
+        A cycle's rows stay ``PROCESSING`` under this relay's lease until its settlement
+        commits, so the next claim, running meanwhile, takes none of them, nor any later
+        row of their aggregates (the claim's rule, as for another relay): the database's
+        writes of one cycle overlap the next one's claim and the broker's acknowledgements.
+        At most one settlement is in flight."""
+        cycle = await self._claim_and_publish()
+        await self._settled()
+        if cycle is None:
+            return 0
+        self._settling = asyncio.ensure_future(self._end(cycle))
+        return len(cycle.rows)
+
+    async def _settled(self) -> None:
+        """Wait for the settlement in flight, if any (raises what it raised)."""
+        settling, self._settling = self._settling, None
+        if settling is not None:
+            await settling
+
+    async def _claim_and_publish(self) -> _Cycle | None:
+        """Claim and publish one cycle's rows (None: nothing claimed); the lease on them is
+        kept until ``_end`` settles them."""
+        if self.stopping:
+            return None
         taken = time.monotonic()
         now = self.clock()
         until = now + timedelta(seconds=self.config.lease_seconds)
         rows = await self._db("claiming outbox rows", lambda s: self._claim(s, now, until))
         if not rows:
-            return 0
-        cycle = _Cycle(rows)
-        self._lease = Lease(
+            return None
+        lease = Lease(
             self.sessions,
             self.owner,
             [row["id"] for row in rows],
@@ -292,27 +334,32 @@ class Relay:
             self.clock,
             taken,
         )
-        keeper = asyncio.ensure_future(self._lease.keep())
+        cycle = _Cycle(rows, lease, asyncio.ensure_future(lease.keep()))
         try:
             for wave in cycle.waves():
                 if self.stopping and self._grace_over():
                     break
                 await self._publish(self._still_held(wave, cycle), cycle)
-        finally:
-            keeper.cancel()
+        except BaseException:
+            await self._end(cycle)
+            raise
+        return cycle
+
+    async def _end(self, cycle: _Cycle) -> None:
+        """Stop renewing the cycle's lease and settle its rows."""
+        if cycle.keeper is not None:
+            cycle.keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await keeper
-            await self._settle(cycle)
-            self._lease = None
-            if cycle.unanswered:
-                self._unanswered.update(cycle.unanswered)
-                log.warning(
-                    "stopped while %d record(s) awaited their acknowledgement: their rows "
-                    "stay claimed until the producer has closed",
-                    len(cycle.unanswered),
-                )
-        metrics.relay_batch(len(rows))
-        return len(rows)
+                await cycle.keeper
+        await self._settle(cycle)
+        if cycle.unanswered:
+            self._unanswered.update(cycle.unanswered)
+            log.warning(
+                "stopped while %d record(s) awaited their acknowledgement: their rows "
+                "stay claimed until the producer has closed",
+                len(cycle.unanswered),
+            )
+        metrics.relay_batch(len(cycle.rows))
 
     def _still_held(self, rows: Sequence[dict[str, Any]], cycle: _Cycle) -> list[dict[str, Any]]:
         """Of ``rows``, those this relay may still send: its aggregate not stopped, the row's
@@ -323,7 +370,7 @@ class Relay:
             agg = (row["aggregate_type"], row["aggregate_id"])
             if agg in cycle.stopped:
                 continue
-            if self._lease is not None and not self._lease.holds(row["id"]):
+            if cycle.lease is not None and not cycle.lease.holds(row["id"]):
                 cycle.stopped.add(agg)
                 continue
             live.append(row)

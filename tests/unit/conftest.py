@@ -3,6 +3,7 @@
 - ``session``, for the example handlers' tests: a session on a fresh, migrated SQLite
   database (``tests/integration/test_example_handlers_on_each_database.py`` runs the same
   tests with a ``session`` of its own on PostgreSQL and MariaDB);
+- ``outbox_engine``: an engine on a fresh SQLite database with the framework's tables;
 - ``settings_from_the_test_only``: ``Settings()`` reads only what the test sets.
 """
 
@@ -12,8 +13,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from app.db import tables
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade_to_head
 from app.settings import Settings, get_settings
@@ -27,6 +29,16 @@ async def session(tmp_path: Path) -> AsyncIterator[AsyncSession]:
     engine = create_engine(url)
     async with session_factory(engine)() as db_session:
         yield db_session
+    await engine.dispose()
+
+
+@pytest.fixture
+async def outbox_engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    """An engine on a fresh SQLite database with the framework's tables."""
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'framework.db'}")
+    async with engine.begin() as conn:
+        await conn.run_sync(tables.metadata.create_all)
+    yield engine
     await engine.dispose()
 
 

@@ -28,7 +28,7 @@ class PausedOnceRelay(Relay):
 
     def __init__(self, outside: pauses.Outside, seen: list[float]) -> None:
         super().__init__(
-            sessions=None,  # type: ignore[arg-type]  # never reached: run_once is replaced
+            sessions=None,  # type: ignore[arg-type]  # never reached: step is replaced
             broker=None,  # type: ignore[arg-type]
             config=RelayConfig(batch_size=1, poll_interval=0.01),
             on_pause=outside.on_pause,
@@ -37,7 +37,7 @@ class PausedOnceRelay(Relay):
         self.seen = seen
         self.cycles = 0
 
-    async def run_once(self) -> int:
+    async def step(self) -> int:
         self.cycles += 1
         if self.cycles == 1:
             assert self.on_pause is not None

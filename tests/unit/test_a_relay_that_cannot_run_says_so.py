@@ -101,7 +101,7 @@ async def test_only_cycles_that_keep_ending_pass(tmp_path: Path, hangs: bool) ->
             await relay_runner.relay.stopped()
         return 0
 
-    relay_runner.relay.run_once = cycle  # type: ignore[method-assign]  # the relay's public step
+    relay_runner.relay.step = cycle  # type: ignore[method-assign]  # the step of its run
     relay_runner.start()
     await asyncio.sleep(STALL * 2)
 

@@ -5,7 +5,7 @@ while the relay claimed, published or settled) is kept: once the cycle ends, the
 next claim starts at once instead of after the poll interval; a wake is used up by
 the cycle it starts, so the cycle after that is paced as usual. Before, the wait
 after the cycle cleared the wake first, and the rows waited up to a poll interval.
-Real time, a relay whose cycles are timed stand-ins (``run_once`` is its public step).
+Real time, a relay whose cycles are timed stand-ins (``step`` is its public step).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ class WokenRelay(Relay):
 
     def __init__(self, cycles: int) -> None:
         super().__init__(
-            sessions=None,  # type: ignore[arg-type]  # never reached: run_once is replaced
+            sessions=None,  # type: ignore[arg-type]  # never reached: step is replaced
             broker=None,  # type: ignore[arg-type]
             config=RelayConfig(batch_size=100, poll_interval=POLL_INTERVAL),
         )
         self.cycles = cycles
         self.starts: list[float] = []
 
-    async def run_once(self) -> int:
+    async def step(self) -> int:
         self.starts.append(time.monotonic())
         if len(self.starts) >= self.cycles:
             self.stop()

@@ -4,7 +4,7 @@ Contract (``Relay.run``): after a claim that found rows (not a full one) the nex
 starts ``poll_interval`` after that claim started, or at once when the cycle (claim,
 publish, settle) took longer; a pause is never added on top of a long cycle, and short
 cycles are still paced, not run back to back. Real time, a relay whose cycles are timed
-stand-ins (``run_once`` is the relay's public step).
+stand-ins (``step`` is the relay's step in ``run``).
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ class TimedRelay(Relay):
 
     def __init__(self, cycle: float, poll_interval: float) -> None:
         super().__init__(
-            sessions=None,  # type: ignore[arg-type]  # never reached: run_once is replaced
+            sessions=None,  # type: ignore[arg-type]  # never reached: step is replaced
             broker=None,  # type: ignore[arg-type]
             config=RelayConfig(batch_size=100, poll_interval=poll_interval),
         )
         self.cycle = cycle
         self.starts: list[float] = []
 
-    async def run_once(self) -> int:
+    async def step(self) -> int:
         self.starts.append(time.monotonic())
         if len(self.starts) >= CYCLES:
             self.stop()
