@@ -3,7 +3,7 @@
 - ``session``, for the example handlers' tests: a session on a fresh, migrated SQLite
   database (``tests/integration/test_example_handlers_on_each_database.py`` runs the same
   tests with a ``session`` of its own on PostgreSQL and MariaDB);
-- ``outbox_engine``: an engine on a fresh SQLite database with the framework's tables;
+- ``engine``: an engine on a fresh SQLite database with the framework's tables;
 - ``settings_from_the_test_only``: ``Settings()`` reads only what the test sets.
 """
 
@@ -33,7 +33,7 @@ async def session(tmp_path: Path) -> AsyncIterator[AsyncSession]:
 
 
 @pytest.fixture
-async def outbox_engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
     """An engine on a fresh SQLite database with the framework's tables."""
     engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'framework.db'}")
     async with engine.begin() as conn:

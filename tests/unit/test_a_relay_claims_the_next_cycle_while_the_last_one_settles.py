@@ -58,9 +58,8 @@ class HeldRelay(Relay):
 
 
 async def test_the_next_cycle_goes_out_while_the_last_one_settles(
-    outbox_engine: AsyncEngine,
+    engine: AsyncEngine,
 ) -> None:
-    engine = outbox_engine
     await write(engine, ("a1", "a"), ("a2", "a"), ("b1", "b"), ("a3", "a"), ("b2", "b"))
     broker = CountingBroker()
     relay = HeldRelay(engine, broker, batch_size=2)
@@ -88,8 +87,7 @@ async def test_the_next_cycle_goes_out_while_the_last_one_settles(
     assert {s for s, _, _ in (await state(engine)).values()} == {"PUBLISHED"}
 
 
-async def test_a_stopped_run_waits_for_the_settlement_in_flight(outbox_engine: AsyncEngine) -> None:
-    engine = outbox_engine
+async def test_a_stopped_run_waits_for_the_settlement_in_flight(engine: AsyncEngine) -> None:
     await write(engine, ("a1", "a"), ("b1", "b"))
     broker = FakeBroker()
     relay = HeldRelay(engine, broker, batch_size=10)

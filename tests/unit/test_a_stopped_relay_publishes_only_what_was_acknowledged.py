@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from aiokafka.errors import KafkaConnectionError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db import tables
-from app.db.engine import create_engine, session_factory
+from app.db.engine import session_factory
 from app.metrics import REGISTRY
 from app.outbox import NewEvent, add_events
 from app.outbox.message import Message
@@ -70,15 +67,6 @@ class AnsweringBroker:
                     future.set_result(None)
                 else:
                     future.set_exception(KafkaConnectionError("producer closed"))
-
-
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    eng = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'outbox.db'}")
-    async with eng.begin() as conn:
-        await conn.run_sync(tables.metadata.create_all)
-    yield eng
-    await eng.dispose()
 
 
 async def write(engine: AsyncEngine, *rows: tuple[str, str]) -> None:

@@ -16,9 +16,7 @@ until the send goes). The producer is idempotent with ``acks=all`` unless told o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +31,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db import tables
-from app.db.engine import create_engine, session_factory
+from app.db.engine import session_factory
 from app.kafka_clients import KafkaClients
 from app.outbox import NewEvent, add_events
 from app.outbox.broker import KafkaBroker, is_row_fault
@@ -86,15 +84,6 @@ class FakeBroker:
             self.sent.append(event_id)
             future.set_result(None)
         return future
-
-
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    eng = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'outbox.db'}")
-    async with eng.begin() as conn:
-        await conn.run_sync(tables.metadata.create_all)
-    yield eng
-    await eng.dispose()
 
 
 async def write(engine: AsyncEngine, *rows: tuple[str, str]) -> None:
