@@ -12,7 +12,8 @@ One cycle (``run_once``):
    refused, or that cannot be a record (payload not JSON, topic missing), counts an
    attempt (``PENDING`` until ``next_retry_at``, exponential back-off, ``DEAD`` after
    ``max_attempts``) and its chain's later rows go back to ``PENDING`` unsent. In
-   ``run`` a cycle settles while the next one claims and publishes (``step``).
+   ``run`` a cycle settles while the next one claims and publishes, and with a backlog
+   the next claim is made while a cycle publishes (``step``).
 
 A row's topic missing on the broker is created first where the relay may
 (``topics``, ``app.outbox.topics``); one that stays missing fails its rows'
@@ -203,6 +204,7 @@ class Relay:
         self._stop = asyncio.Event()
         self._stop_at: float | None = None
         self._settling: asyncio.Future[None] | None = None  # the last cycle's settlement
+        self._ahead: asyncio.Future[_Cycle | None] | None = None  # the next claim, made early
         self._unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self._floor = Floor()
         self.published = 0  # rows this relay marked PUBLISHED
@@ -246,11 +248,12 @@ class Relay:
         the wait at once: the worker calls it after writing rows; a wake during a cycle
         makes the next one start as soon as it ends).
 
-        Each cycle's settlement runs while the next cycle claims and publishes (``step``)."""
+        A cycle's settlement, and after a full claim the next claim, overlap the cycle
+        that publishes (``step``)."""
         try:
             await self._cycles()
         finally:
-            await self._settled()
+            await self._wind_down()
 
     async def _cycles(self) -> None:
         pause = self.config.poll_interval
@@ -287,27 +290,39 @@ class Relay:
 
     async def run_once(self) -> int:
         """One claim, its publication and its settlement; returns how many rows it claimed."""
-        cycle = await self._claim_and_publish()
+        cycle = await self._claimed()
         if cycle is None:
             return 0
+        await self._publish_cycle(cycle)
         await self._end(cycle)
         return len(cycle.rows)
 
     async def step(self) -> int:
-        """One cycle of ``run``: claim and publish, then settle in the background once the
-        previous cycle's settlement is done; returns how many rows it claimed.
+        """One cycle of ``run``; returns how many rows it claimed.
 
-        A cycle's rows stay ``PROCESSING`` under this relay's lease until its settlement
-        commits, so the next claim, running meanwhile, takes none of them, nor any later
+        Three stages overlap, each at most one cycle at a time: a cycle's settlement runs
+        in the background while the next cycle claims and publishes, and after a full
+        claim (a backlog) the next claim is made while this cycle publishes. A cycle's
+        rows are ``PROCESSING`` under this relay's lease from its claim until its
+        settlement commits, so a claim made meanwhile takes none of them, nor any later
         row of their aggregates (the claim's rule, as for another relay): the database's
-        writes of one cycle overlap the next one's claim and the broker's acknowledgements.
-        At most one settlement is in flight."""
-        cycle = await self._claim_and_publish()
+        work and the broker's acknowledgements overlap, and each aggregate's rows still
+        go out one after another."""
+        cycle = await self._next_claim()
+        if cycle is not None and len(cycle.rows) >= self.config.batch_size:
+            self._ahead = asyncio.ensure_future(self._claimed())
+        if cycle is not None:
+            await self._publish_cycle(cycle)
         await self._settled()
         if cycle is None:
             return 0
         self._settling = asyncio.ensure_future(self._end(cycle))
         return len(cycle.rows)
+
+    async def _next_claim(self) -> _Cycle | None:
+        """The claim made ahead, if any, or a new one."""
+        ahead, self._ahead = self._ahead, None
+        return await (ahead if ahead is not None else self._claimed())
 
     async def _settled(self) -> None:
         """Wait for the settlement in flight, if any (raises what it raised)."""
@@ -315,9 +330,22 @@ class Relay:
         if settling is not None:
             await settling
 
-    async def _claim_and_publish(self) -> _Cycle | None:
-        """Claim and publish one cycle's rows (None: nothing claimed); the lease on them is
-        kept until ``_end`` settles them."""
+    async def _wind_down(self) -> None:
+        """Hand back a claim made ahead and never published, then wait for the settlement
+        in flight."""
+        ahead, self._ahead = self._ahead, None
+        try:
+            if ahead is not None:
+                with contextlib.suppress(RelayStopped):
+                    cycle = await ahead
+                    if cycle is not None:
+                        await self._end(cycle)  # nothing of it was sent: back to PENDING
+        finally:
+            await self._settled()
+
+    async def _claimed(self) -> _Cycle | None:
+        """Claim one cycle's rows (None: nothing claimed); the lease on them is kept from
+        now until ``_end`` settles them."""
         if self.stopping:
             return None
         taken = time.monotonic()
@@ -334,7 +362,10 @@ class Relay:
             self.clock,
             taken,
         )
-        cycle = _Cycle(rows, lease, asyncio.ensure_future(lease.keep()))
+        return _Cycle(rows, lease, asyncio.ensure_future(lease.keep()))
+
+    async def _publish_cycle(self, cycle: _Cycle) -> None:
+        """Publish ``cycle`` wave by wave; settle it at once if this fails or is cancelled."""
         try:
             for wave in cycle.waves():
                 if self.stopping and self._grace_over():
@@ -343,7 +374,6 @@ class Relay:
         except BaseException:
             await self._end(cycle)
             raise
-        return cycle
 
     async def _end(self, cycle: _Cycle) -> None:
         """Stop renewing the cycle's lease and settle its rows."""
