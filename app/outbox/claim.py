@@ -44,7 +44,7 @@ commit order; consumers put versioned events in order again whatever happens.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NamedTuple
@@ -87,11 +87,14 @@ class Seen(NamedTuple):
 
 
 class Planner:
-    """Builds the chains from unpublished rows fed in id order (one page after another)."""
+    """Builds the chains from unpublished rows fed in id order (one page after another).
+    ``held``: rows this relay holds in a cycle not yet settled, never taken again, even
+    once their lease has expired."""
 
-    def __init__(self, now: datetime, limit: int) -> None:
+    def __init__(self, now: datetime, limit: int, held: Collection[int] = ()) -> None:
         self.now = now
         self.limit = limit
+        self.held = held
         self.chains: dict[Aggregate, list[int]] = {}
         self.blocked: set[Aggregate] = set()
         self.count = 0
@@ -107,7 +110,7 @@ class Planner:
             agg = row.aggregate
             if agg in self.blocked:
                 continue
-            if not self.full and row.claimable(self.now):
+            if not self.full and row.claimable(self.now) and row.id not in self.held:
                 self.chains.setdefault(agg, []).append(row.id)
                 self.count += 1
             else:
@@ -156,13 +159,16 @@ async def claim(
     lease_until: datetime,
     limit: int,
     floor: Floor | None = None,
+    held: Collection[int] = (),
 ) -> list[dict[str, Any]]:
     """Claim up to ``limit`` rows for ``owner`` until ``lease_until``; the caller's transaction
     commits them as ``PROCESSING``. Returns the claimed rows in id order. ``floor`` (kept by
     the caller from one claim to the next) lets the scan start at the lowest row that was
-    unpublished last time."""
+    unpublished last time. ``held``: the rows of the caller's cycles not settled yet (sent,
+    or about to be): they and their aggregates' later rows are left alone, even if their
+    lease expired while their settlement waited."""
     dialect = backend(session)
-    planner = Planner(now, limit)
+    planner = Planner(now, limit, held)
     floor = floor or Floor()
     await _scan(session, planner, limit, floor)
     candidates = [row_id for chain in planner.chains.values() for row_id in chain]

@@ -205,6 +205,9 @@ class Relay:
         self._stop_at: float | None = None
         self._settling: asyncio.Future[None] | None = None  # the last cycle's settlement
         self._ahead: asyncio.Future[_Cycle | None] | None = None  # the next claim, made early
+        # Rows of this relay's cycles claimed and not settled yet: no claim of its own takes
+        # them again, even after their lease expired while a settlement waited.
+        self._held: set[int] = set()
         self._unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self._floor = Floor()
         self.published = 0  # rows this relay marked PUBLISHED
@@ -354,6 +357,7 @@ class Relay:
         rows = await self._db("claiming outbox rows", lambda s: self._claim(s, now, until))
         if not rows:
             return None
+        self._held.update(row["id"] for row in rows)
         lease = Lease(
             self.sessions,
             self.owner,
@@ -381,7 +385,10 @@ class Relay:
             cycle.keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await cycle.keeper
-        await self._settle(cycle)
+        try:
+            await self._settle(cycle)
+        finally:
+            self._held.difference_update(row["id"] for row in cycle.rows)
         if cycle.unanswered:
             self._unanswered.update(cycle.unanswered)
             log.warning(
@@ -407,7 +414,9 @@ class Relay:
         return live
 
     async def _claim(self, session: AsyncSession, now: datetime, until: datetime) -> list[Any]:
-        return await claim(session, self.owner, now, until, self.config.batch_size, self._floor)
+        return await claim(
+            session, self.owner, now, until, self.config.batch_size, self._floor, self._held
+        )
 
     # --- publishing -----------------------------------------------------------------------
 

@@ -6,14 +6,16 @@ publishes; after a full claim the next claim is made while the cycle publishes. 
 cycle's settlement commits, a claim takes none of its rows nor any later row of their
 aggregates, and the other aggregates' rows go out meanwhile. At most one settlement and
 one claim ahead are in flight: the next step waits for the settlement before it hands
-over its own. ``run`` waits for the last settlement before it returns, so a stopped relay
-leaves no row it published unmarked, and hands a claim made ahead back (``PENDING``,
-never sent).
+over its own. A relay never claims its own rows whose settlement waits, even once their
+lease has expired meanwhile (it would send them again). ``run`` waits for the last
+settlement before it returns, so a stopped relay leaves no row it published unmarked,
+and hands a claim made ahead back (``PENDING``, never sent).
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -88,7 +90,8 @@ class HeldRelay(Relay):
 
     def __init__(self, engine: AsyncEngine, broker: FakeBroker, batch_size: int) -> None:
         config = RelayConfig(batch_size=batch_size, attempt_backoff=QUICK, pause_backoff=QUICK)
-        super().__init__(session_factory(engine), broker, config)
+        self.now = datetime.now(UTC)
+        super().__init__(session_factory(engine), broker, config, clock=lambda: self.now)
         self.release = asyncio.Event()
         self.settling = asyncio.Event()
 
@@ -188,3 +191,21 @@ async def test_a_stopped_run_hands_back_the_claim_it_made_ahead(engine: AsyncEng
         "b1": "PENDING",
         "b2": "PENDING",
     }
+
+
+async def test_a_relay_never_takes_its_own_rows_whose_settlement_waits(
+    engine: AsyncEngine,
+) -> None:
+    await write(engine, ("a1", "a"), ("b1", "b"))
+    broker = FakeBroker()
+    relay = HeldRelay(engine, broker, batch_size=10)
+    assert await asyncio.wait_for(relay.step(), WITHIN) == 2
+    await asyncio.wait_for(relay.settling.wait(), WITHIN)
+
+    relay.now += timedelta(seconds=relay.config.lease_seconds * 2)  # the lease ran out
+    assert await asyncio.wait_for(relay._claimed(), WITHIN) is None  # neither a1 nor b1 again
+
+    relay.release.set()
+    await asyncio.wait_for(relay._settled(), WITHIN)
+    assert broker.sent == ["a1", "b1"]  # once each
+    assert {s for s, _, _ in (await state(engine)).values()} == {"PUBLISHED"}
