@@ -312,13 +312,13 @@ class Relay:
         work and the broker's acknowledgements overlap, and each aggregate's rows still
         go out one after another."""
         cycle = await self._next_claim()
-        if cycle is not None and len(cycle.rows) >= self.config.batch_size:
-            self._ahead = asyncio.ensure_future(self._claimed())
-        if cycle is not None:
-            await self._publish_cycle(cycle)
-        await self._settled()
         if cycle is None:
+            await self._settled()
             return 0
+        if len(cycle.rows) >= self.config.batch_size:
+            self._ahead = asyncio.ensure_future(self._claimed())
+        await self._publish_cycle(cycle)
+        await self._settled()
         self._settling = asyncio.ensure_future(self._end(cycle))
         return len(cycle.rows)
 

@@ -47,17 +47,15 @@ class CountingBroker(FakeBroker):
 
 
 class SlowAckBroker(FakeBroker):
-    """Sends at once and acknowledges once ``acks`` is set; ``first_sent`` at the first send."""
+    """Sends at once and acknowledges once ``acks`` is set."""
 
     def __init__(self) -> None:
         super().__init__()
         self.acks = asyncio.Event()
-        self.first_sent = asyncio.Event()
         self._later: list[asyncio.Future[None]] = []
 
     async def send(self, message: Any) -> asyncio.Future[Any]:
         sent = await super().send(message)
-        self.first_sent.set()
         held: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
         async def acknowledge() -> None:
@@ -68,12 +66,20 @@ class SlowAckBroker(FakeBroker):
         return held
 
 
-class ClaimsRelay(Relay):
-    """Keeps each claim's event ids; ``second_claim`` once two were made."""
+class QuickRelay(Relay):
+    """A relay over ``engine`` with quick back-offs, on a clock of the test's (``now``)."""
 
     def __init__(self, engine: AsyncEngine, broker: FakeBroker, batch_size: int) -> None:
         config = RelayConfig(batch_size=batch_size, attempt_backoff=QUICK, pause_backoff=QUICK)
-        super().__init__(session_factory(engine), broker, config)
+        self.now = datetime.now(UTC)
+        super().__init__(session_factory(engine), broker, config, clock=lambda: self.now)
+
+
+class ClaimsRelay(QuickRelay):
+    """Keeps each claim's event ids; ``second_claim`` once two were made."""
+
+    def __init__(self, engine: AsyncEngine, broker: FakeBroker, batch_size: int) -> None:
+        super().__init__(engine, broker, batch_size)
         self.claims: list[list[str]] = []
         self.second_claim = asyncio.Event()
 
@@ -85,13 +91,11 @@ class ClaimsRelay(Relay):
         return cycle
 
 
-class HeldRelay(Relay):
+class HeldRelay(QuickRelay):
     """Each settlement waits for ``release`` before it writes anything."""
 
     def __init__(self, engine: AsyncEngine, broker: FakeBroker, batch_size: int) -> None:
-        config = RelayConfig(batch_size=batch_size, attempt_backoff=QUICK, pause_backoff=QUICK)
-        self.now = datetime.now(UTC)
-        super().__init__(session_factory(engine), broker, config, clock=lambda: self.now)
+        super().__init__(engine, broker, batch_size)
         self.release = asyncio.Event()
         self.settling = asyncio.Event()
 
@@ -99,6 +103,15 @@ class HeldRelay(Relay):
         self.settling.set()
         await self.release.wait()
         await super()._settle(cycle)
+
+
+async def ship_what_is_left(relay: Relay) -> None:
+    """Step until a cycle claims something (a claim made ahead while a1 and a2 were still
+    unmarked found nothing), then wait for its settlement."""
+    for _ in range(3):
+        if await asyncio.wait_for(relay.step(), WITHIN):
+            break
+    await relay._settled()
 
 
 async def test_the_next_cycle_goes_out_while_the_last_one_settles(
@@ -125,10 +138,7 @@ async def test_the_next_cycle_goes_out_while_the_last_one_settles(
 
     relay.release.set()
     assert await asyncio.wait_for(second, WITHIN) == 2
-    for _ in range(3):  # a claim made ahead while a1 and a2 were unmarked found nothing
-        if await asyncio.wait_for(relay.step(), WITHIN):
-            break
-    await relay._settled()
+    await ship_what_is_left(relay)
     assert broker.sent == ["a1", "a2", "b1", "b2", "a3"]
     assert {s for s, _, _ in (await state(engine)).values()} == {"PUBLISHED"}
 
@@ -165,10 +175,7 @@ async def test_after_a_full_claim_the_next_is_made_while_the_cycle_publishes(
     broker.acks.set()
     assert await asyncio.wait_for(first, WITHIN) == 2
     assert await asyncio.wait_for(relay.step(), WITHIN) == 2  # the claim made ahead
-    for _ in range(3):  # one made ahead while a1 and a2 were unmarked finds nothing
-        if await asyncio.wait_for(relay.step(), WITHIN):
-            break
-    await relay._settled()
+    await ship_what_is_left(relay)
     assert broker.sent == ["a1", "a2", "b1", "b2", "a3"]
     assert {s for s, _, _ in (await state(engine)).values()} == {"PUBLISHED"}
 
