@@ -192,6 +192,8 @@ OUTBOX_EVENT_TYPE = 128
 OUTBOX_TOPIC = 128
 OUTBOX_KEY = 128
 
+NOT_PUBLISHED = text("status <> 'PUBLISHED'")
+
 outbox_event = Table(
     "outbox_event",
     metadata,
@@ -222,7 +224,15 @@ outbox_event = Table(
     Column("record_value", LONG_BYTES, nullable=True),
     Column("record_headers", LONG_TEXT, nullable=True),
     UniqueConstraint("event_id", name="uq_outbox_event_event_id"),
-    # The relay's scan: unpublished rows in id order, one status at a time.
-    Index("ix_outbox_event_status_id", "status", "id"),
-    Index("ix_outbox_event_aggregate", "aggregate_type", "aggregate_id", "id"),
+    # The relay's scan: unpublished rows in id order, one status at a time; and an
+    # aggregate's earlier unpublished rows. On PostgreSQL only the rows not published
+    # (migration 0006): marking a row published then writes neither index.
+    Index("ix_outbox_event_status_id", "status", "id", postgresql_where=NOT_PUBLISHED),
+    Index(
+        "ix_outbox_event_aggregate",
+        "aggregate_type",
+        "aggregate_id",
+        "id",
+        postgresql_where=NOT_PUBLISHED,
+    ),
 )

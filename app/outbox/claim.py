@@ -55,6 +55,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.dialect import backend, one_of
 from app.db.tables import outbox_event as t
+from app.outbox.by_status import status_in
 from app.outbox.status import UNPUBLISHED, OutboxStatus
 
 Aggregate = tuple[str, str]
@@ -251,7 +252,7 @@ async def waiting_behind(
         select(t.c.id, t.c.aggregate_type, t.c.aggregate_id).where(
             one_of(dialect, t.c.aggregate_type, sorted({agg[0] for agg in heads})),
             one_of(dialect, t.c.aggregate_id, sorted({agg[1] for agg in heads})),
-            t.c.status.in_([status.value for status in UNPUBLISHED]),
+            status_in(*UNPUBLISHED),
             t.c.id < max(heads.values()),
         )
     )
@@ -281,7 +282,7 @@ def _waiting_pg() -> Select[str, str]:
             t.c.aggregate_type == head.c.aggregate_type,
             t.c.aggregate_id == head.c.aggregate_id,
             t.c.id < head.c.head,
-            t.c.status.in_([status.value for status in UNPUBLISHED]),
+            status_in(*UNPUBLISHED),
         )
         .limit(1)
         .lateral()
@@ -331,17 +332,13 @@ async def _scan(session: AsyncSession, planner: Planner, page: int, floor: Floor
     processing = [
         _seen(row)
         for row in await session.execute(
-            select(*_SCAN_COLUMNS)
-            .where(t.c.status == OutboxStatus.PROCESSING.value, t.c.id >= start)
-            .order_by(t.c.id)
+            select(*_SCAN_COLUMNS).where(status_in(_PROCESSING), t.c.id >= start).order_by(t.c.id)
         )
     ]
     after = start - 1
     lowest: int | None = processing[0].id if processing else None
     for _ in range(MAX_SCAN_PAGES):
-        query = select(*_SCAN_COLUMNS).where(
-            t.c.status == OutboxStatus.PENDING.value, t.c.id > after
-        )
+        query = select(*_SCAN_COLUMNS).where(status_in(_PENDING), t.c.id > after)
         excluded = sorted(planner.blocked)[:MAX_EXCLUDED]
         if excluded:
             query = query.where(*_leave_out(backend(session), excluded))

@@ -17,6 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.tables import outbox_event as t
+from app.outbox.by_status import status_in
 from app.outbox.status import OutboxStatus
 
 LISTED = (
@@ -32,11 +33,7 @@ async def list_rows(
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """Rows in ``statuses`` (of ``topic``), oldest first, without their payloads."""
-    query = (
-        select(*(t.c[name] for name in LISTED))
-        .where(t.c.status.in_([str(status) for status in statuses]))
-        .order_by(t.c.id)
-    )
+    query = select(*(t.c[name] for name in LISTED)).where(status_in(*statuses)).order_by(t.c.id)
     if topic is not None:
         query = query.where(t.c.topic == topic)
     if limit is not None:

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app import metrics
 from app.db.tables import outbox_event as t
 from app.monitoring import sampling
+from app.outbox.by_status import status_in
 from app.outbox.claim import aware
 from app.outbox.status import RECORD_AGGREGATE_TYPE, UNPUBLISHED, OutboxStatus
 
@@ -33,11 +34,11 @@ async def sample_outbox(
     watched = [*UNPUBLISHED, OutboxStatus.DEAD]
     query = (
         select(t.c.status, func.count(), func.min(t.c.created_at))
-        .where(t.c.status.in_([status.value for status in watched]))
+        .where(status_in(*watched))
         .group_by(t.c.status)
     )
     ours = select(func.count()).where(
-        t.c.status == OutboxStatus.DEAD.value, t.c.aggregate_type == RECORD_AGGREGATE_TYPE
+        status_in(OutboxStatus.DEAD), t.c.aggregate_type == RECORD_AGGREGATE_TYPE
     )
     async with engine.connect() as conn:
         rows = (await conn.execute(query)).all()

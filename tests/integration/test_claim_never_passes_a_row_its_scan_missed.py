@@ -40,7 +40,7 @@ Change = Callable[[Connection], None]
 
 def is_pending_page(statement: str, parameters: Any) -> bool:
     """The scan's read of ``PENDING`` rows (after its read of the ``PROCESSING`` ones)."""
-    return statement.startswith("SELECT") and "PENDING" in tuple(parameters or ())
+    return statement.startswith("SELECT") and "status = 'PENDING'" in statement
 
 
 def is_lock(statement: str, parameters: Any) -> bool:
