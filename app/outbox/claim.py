@@ -160,18 +160,19 @@ async def claim(
     lease_until: datetime,
     limit: int,
     floor: Floor | None = None,
-    held: Collection[int] = (),
+    held: Mapping[int, Aggregate] | None = None,
 ) -> list[dict[str, Any]]:
     """Claim up to ``limit`` rows for ``owner`` until ``lease_until``; the caller's transaction
     commits them as ``PROCESSING``. Returns the claimed rows in id order. ``floor`` (kept by
     the caller from one claim to the next) lets the scan start at the lowest row that was
     unpublished last time. ``held``: the rows of the caller's cycles not settled yet (sent,
-    or about to be): they and their aggregates' later rows are left alone, even if their
-    lease expired while their settlement waited."""
+    or about to be), with their aggregates: they and their aggregates' later rows are left
+    alone, even if their lease expired while their settlement waited."""
     dialect = backend(session)
+    held = held or {}
     planner = Planner(now, limit, held)
     floor = floor or Floor()
-    await _scan(session, planner, limit, floor)
+    await _scan(session, planner, limit, floor, held)
     candidates = [row_id for chain in planner.chains.values() for row_id in chain]
     if not candidates:
         return []
@@ -324,17 +325,28 @@ class Floor:
             self.id = lowest
 
 
-async def _scan(session: AsyncSession, planner: Planner, page: int, floor: Floor) -> None:
+async def _scan(
+    session: AsyncSession,
+    planner: Planner,
+    page: int,
+    floor: Floor,
+    held: Mapping[int, Aggregate],
+) -> None:
     """Feed ``planner`` every unpublished row from ``floor`` on in id order, a page of
     ``PENDING`` rows at a time (with the ``PROCESSING`` rows among them), until it is full
-    or the rows run out."""
+    or the rows run out. The caller's ``held`` rows are ``PROCESSING`` until it settles
+    them: they are fed as the caller knows them, not read again (a relay with a backlog
+    holds two cycles' rows at every claim)."""
     start = floor.start()
-    processing = [
-        _seen(row)
-        for row in await session.execute(
-            select(*_SCAN_COLUMNS).where(status_in(_PROCESSING), t.c.id >= start).order_by(t.c.id)
-        )
-    ]
+    query = select(*_SCAN_COLUMNS).where(status_in(_PROCESSING), t.c.id >= start)
+    if held:
+        query = query.where(not_(one_of(backend(session), t.c.id, sorted(held))))
+    processing = sorted(
+        [
+            *(_seen(row) for row in await session.execute(query.order_by(t.c.id))),
+            *(Seen(i, agg, _PROCESSING, None, None) for i, agg in held.items() if i >= start),
+        ]
+    )
     after = start - 1
     lowest: int | None = processing[0].id if processing else None
     for _ in range(MAX_SCAN_PAGES):

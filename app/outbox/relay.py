@@ -62,7 +62,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app import metrics
 from app.outbox import settle
 from app.outbox.broker import denial, is_row_fault
-from app.outbox.claim import Floor, aware, claim
+from app.outbox.claim import Aggregate, Floor, aware, claim
 from app.outbox.lease import Lease
 from app.outbox.message import BadRow, Message, message_of, shortened
 from app.outbox.topics import TopicMaker
@@ -207,7 +207,7 @@ class Relay:
         self._ahead: asyncio.Future[_Cycle | None] | None = None  # the next claim, made early
         # Rows of this relay's cycles claimed and not settled yet: no claim of its own takes
         # them again, even after their lease expired while a settlement waited.
-        self._held: set[int] = set()
+        self._held: dict[int, Aggregate] = {}
         self._unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self._floor = Floor()
         self.published = 0  # rows this relay marked PUBLISHED
@@ -357,7 +357,7 @@ class Relay:
         rows = await self._db("claiming outbox rows", lambda s: self._claim(s, now, until))
         if not rows:
             return None
-        self._held.update(row["id"] for row in rows)
+        self._held.update((row["id"], (row["aggregate_type"], row["aggregate_id"])) for row in rows)
         lease = Lease(
             self.sessions,
             self.owner,
@@ -388,7 +388,8 @@ class Relay:
         try:
             await self._settle(cycle)
         finally:
-            self._held.difference_update(row["id"] for row in cycle.rows)
+            for row in cycle.rows:
+                self._held.pop(row["id"], None)
         if cycle.unanswered:
             self._unanswered.update(cycle.unanswered)
             log.warning(
