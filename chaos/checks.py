@@ -73,9 +73,7 @@ def check_dead_letters(
             for position, n in copies.items()
             if n > 1 and (written or {}).get(position, 0) > 1
         ],
-        copies_at={
-            position: _where(found[position]) for position, n in copies.items() if n > 1
-        },
+        copies_at={position: _where(found[position]) for position, n in copies.items() if n > 1},
     )
 
 

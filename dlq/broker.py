@@ -115,7 +115,10 @@ class Replayer:
     async def send(self, record: OutRecord, partition: int | None) -> tuple[int, int]:
         """Send ``record`` (to ``partition`` when given); its partition and offset once acked."""
         sent = await self._producer.send_and_wait(
-            record.topic, record.value, key=record.key, partition=partition,
+            record.topic,
+            record.value,
+            key=record.key,
+            partition=partition,
             headers=list(record.headers),
         )
         return sent.partition, sent.offset
@@ -124,9 +127,7 @@ class Replayer:
 @asynccontextmanager
 async def replayer(clients: KafkaClients) -> AsyncIterator[Replayer]:
     """A started ``Replayer`` on the broker; stopped (flushed) on leaving."""
-    producer = clients.producer(
-        acks="all", request_timeout_ms=int(CONNECT_TIMEOUT_SECONDS * 1000)
-    )
+    producer = clients.producer(acks="all", request_timeout_ms=int(CONNECT_TIMEOUT_SECONDS * 1000))
     async with _started(producer, clients):
         yield Replayer(producer)
 

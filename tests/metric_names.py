@@ -46,9 +46,7 @@ def referenced_names() -> dict[str, set[str]]:
 
 def series_names(families: Iterable[Metric]) -> set[str]:
     """The series names PromQL can select for ``families`` (``_total``, ``_bucket``...)."""
-    return {
-        family.name + suffix for family in families for suffix in _SUFFIXES[family.type]
-    }
+    return {family.name + suffix for family in families for suffix in _SUFFIXES[family.type]}
 
 
 def _names_in(document: Any) -> set[str]:

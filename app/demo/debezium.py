@@ -131,9 +131,7 @@ def _expanded(value: Any) -> Any:
     """What ``table.expand.json.payload=true`` leaves of a JSON value: nulls and empty
     arrays gone (it also turns decimals into doubles; the workload's amounts are already)."""
     if isinstance(value, dict):
-        return {
-            k: _expanded(v) for k, v in value.items() if v is not None and v != []
-        }
+        return {k: _expanded(v) for k, v in value.items() if v is not None and v != []}
     if isinstance(value, list):
         return [_expanded(v) for v in value]
     return value

@@ -99,8 +99,7 @@ def _fetch(mvn: str, home: Path, jars: Path) -> None:
         (Path(work) / "pom.xml").write_text(_pom())
         staged = Path(work) / "libs"
         done = subprocess.run(
-            [mvn, "-q", "-B", "-U", "dependency:copy-dependencies",
-             f"-DoutputDirectory={staged}"],
+            [mvn, "-q", "-B", "-U", "dependency:copy-dependencies", f"-DoutputDirectory={staged}"],
             cwd=work,
             capture_output=True,
             text=True,

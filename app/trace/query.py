@@ -94,9 +94,7 @@ async def trace_event(
     return await _trace(conn, spellings[-1], consumers)
 
 
-async def _trace(
-    conn: AsyncConnection, event_id: str, consumers: Sequence[str] | None
-) -> Trace:
+async def _trace(conn: AsyncConnection, event_id: str, consumers: Sequence[str] | None) -> Trace:
     consumed = await _rows(conn, consumed_event, event_id, consumers)
     parked = await _rows(conn, parked_event, event_id, consumers)
     # Read with * so that columns the failure handling adds or renames never break tracing.

@@ -137,4 +137,3 @@ async def test_a_refused_parking_record_routes_its_event_after_backing_off(
     assert await db.effects("points") == ["g1"]
     [failed] = await db.failed("points")
     assert (failed["event_id"], failed["status"]) == ("p1 ", "retrying")
-

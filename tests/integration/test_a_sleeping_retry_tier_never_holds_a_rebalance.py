@@ -76,8 +76,11 @@ async def test_a_worker_joining_while_a_tier_sleeps_gets_its_partitions_promptly
     retried = await a_far_future_retry(stream, Order("u-retry", 100))
     produced = time.monotonic()
     await eventually(
-        lambda: sleeping(first), bool, what="the tier to wait for the retry's due time",
-        within=20, workers=[first],
+        lambda: sleeping(first),
+        bool,
+        what="the tier to wait for the retry's due time",
+        within=20,
+        workers=[first],
     )
 
     second = workers.start(database_url, handler_modules=MODULES, env=ENV)

@@ -38,6 +38,9 @@ async def test_the_first_assignment_holds_the_order_topic(
         paid = envelope("OrderPaid", "o-1", 1, data)
         await topic.send([encode(paid)])
         await eventually(
-            db.balances, lambda found: found == {"u-1": 12}, what="the payment's points",
-            within=30, workers=[worker],
+            db.balances,
+            lambda found: found == {"u-1": 12},
+            what="the payment's points",
+            within=30,
+            workers=[worker],
         )

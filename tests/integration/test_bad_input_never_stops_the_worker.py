@@ -34,9 +34,7 @@ async def test_poison_is_recorded_with_its_reason_and_good_events_still_apply(
     # not about which version a poison record would have taken.
     no_envelope = {"eventType": "OrderPaid", "data": {"orderId": alice.order_id}}
     bad_payload = alice.event("OrderPaid", None, {"orderId": alice.order_id, "amount": "lots"})
-    future_version = alice.event(
-        "OrderPaid", None, paid["data"], event_version=99
-    )
+    future_version = alice.event("OrderPaid", None, paid["data"], event_version=99)
     not_json = alice.raw(b"\xff\xfe this is not JSON {")
     records = [
         encode(created),

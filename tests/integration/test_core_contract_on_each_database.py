@@ -52,7 +52,8 @@ async def test_workload_with_duplicates_and_swaps_ends_in_the_exact_state(
     assert await db.reserved() == expected.reserved
     assert await db.notification_count() == expected.notifications
     assert await db.consumed_counts() == {
-        **every_consumer(expected.distinct_events), TALLY: expected.distinct_events
+        **every_consumer(expected.distinct_events),
+        TALLY: expected.distinct_events,
     }
     assert await db.tallies() == dict.fromkeys(distinct_ids, 1)
     assert await db.all_versions() == {

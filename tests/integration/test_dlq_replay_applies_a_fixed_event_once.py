@@ -68,29 +68,43 @@ async def test_replay_after_the_fix_applies_once_however_often_it_runs(
     assert again_dead.header(h.DLT_REPLAY_COUNT) == b"1"
     listed = (await dlq("list", "--json")).json()
     assert [(r["replay_count"], r["older_copy"], r["status"]) for r in listed] == [
-        (0, True, "dead"), (1, False, "dead")
+        (0, True, "dead"),
+        (1, False, "dead"),
     ]
     assert await replays() == 0
 
     fixed.touch()
     done = await dlq(
-        "replay", "--event-id", death.event_id, "--execute",
-        "--by", "alice-ops", "--reason-note", "fixed in 1.2.3",
+        "replay",
+        "--event-id",
+        death.event_id,
+        "--execute",
+        "--by",
+        "alice-ops",
+        "--reason-note",
+        "fixed in 1.2.3",
     )
     assert done.code == 0, done.err
     assert f"replayed {again_dead.partition}:{again_dead.offset}" in done.out
     assert "selected 2: replayed 1, left alone 1 (older copy 1), errors 0" in done.out
 
     balances = await eventually(
-        db.balances, lambda b: f"{FAIL_USER}/cancelled" in b, what="the parked cancel to apply",
-        within=30, workers=[death.worker],
+        db.balances,
+        lambda b: f"{FAIL_USER}/cancelled" in b,
+        what="the parked cancel to apply",
+        within=30,
+        workers=[death.worker],
     )
     assert balances == {"alice": 123, FAIL_USER: 50, f"{FAIL_USER}/cancelled": 1}
     assert await db.versions(death.order.order_id) == {PROBE: 3}
     assert await db.parked_count() == 0
     resolved = {
-        "consumer_group": PROBE, "event_id": death.event_id, "status": "resolved",
-        "attempts": 3, "reason": "retries-exhausted", "decided_by": "alice-ops",
+        "consumer_group": PROBE,
+        "event_id": death.event_id,
+        "status": "resolved",
+        "attempts": 3,
+        "reason": "retries-exhausted",
+        "decided_by": "alice-ops",
         "decision_note": "fixed in 1.2.3",
     }
     assert await failures(database_url) == [resolved]

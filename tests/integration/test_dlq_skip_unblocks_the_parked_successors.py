@@ -53,17 +53,26 @@ async def test_skip_takes_the_version_without_the_handler_and_unparks(
     assert "selected 1: skipped 1, left alone 0, errors 0" in done.out
 
     balances = await eventually(
-        db.balances, lambda b: f"{FAIL_USER}/cancelled" in b, what="the parked cancel to apply",
-        within=30, workers=[death.worker],
+        db.balances,
+        lambda b: f"{FAIL_USER}/cancelled" in b,
+        what="the parked cancel to apply",
+        within=30,
+        workers=[death.worker],
     )
     assert balances == {"alice": 123, f"{FAIL_USER}/cancelled": 1}  # no payment for mallory
     assert await db.versions(death.order.order_id) == {PROBE: 3}
     assert await db.parked_count() == 0
     assert death.event_id in await db.consumed_ids(PROBE)
     assert await failures(database_url) == [
-        {"consumer_group": PROBE, "event_id": death.event_id, "status": "skipped",
-         "attempts": 3, "reason": "retries-exhausted", "decided_by": "night-shift",
-         "decision_note": "refunded by hand"}
+        {
+            "consumer_group": PROBE,
+            "event_id": death.event_id,
+            "status": "skipped",
+            "attempts": 3,
+            "reason": "retries-exhausted",
+            "decided_by": "night-shift",
+            "decision_note": "refunded by hand",
+        }
     ]
 
     await produce(stream, [Message(death.order.order_id.encode(), b"\xff not an event")])

@@ -56,8 +56,11 @@ async def test_readable_poison_is_skipped_for_each_consumer_named(
     (poison,) = await dead_letters(stream, 1, [worker])
     position = f"{poison.partition}:{poison.offset}"
     await eventually(
-        db.parked_count, lambda parked: parked == 2, what="both consumers to park the cancel",
-        within=30, workers=[worker],
+        db.parked_count,
+        lambda parked: parked == 2,
+        what="both consumers to park the cancel",
+        within=30,
+        workers=[worker],
     )
     dlq = DlqCommand(stream, database_url, user="night-shift")
 
@@ -72,8 +75,10 @@ async def test_readable_poison_is_skipped_for_each_consumer_named(
     assert f"for {PROBE}" in done.out
 
     await eventually(
-        lambda: db.versions(order.order_id), lambda v: v.get(PROBE) == 3,
-        what=f"{PROBE} to take the dead version and apply the cancel", within=30,
+        lambda: db.versions(order.order_id),
+        lambda v: v.get(PROBE) == 3,
+        what=f"{PROBE} to take the dead version and apply the cancel",
+        within=30,
         workers=[worker],
     )
     assert (await db.versions(order.order_id))[TALLY] == 1
@@ -83,8 +88,11 @@ async def test_readable_poison_is_skipped_for_each_consumer_named(
     done = await dlq("skip", position, "--for-consumer", TALLY, "--execute", "--why", "also")
     assert done.code == 0, done.out + done.err
     await eventually(
-        db.parked_count, lambda parked: parked == 0, what="the tally to move on too",
-        within=30, workers=[worker],
+        db.parked_count,
+        lambda parked: parked == 0,
+        what="the tally to move on too",
+        within=30,
+        workers=[worker],
     )
     assert await db.versions(order.order_id) == {PROBE: 3, TALLY: 3}
     assert await db.tallies() == {created["eventId"]: 1, cancelled["eventId"]: 1}
@@ -96,7 +104,10 @@ async def test_readable_poison_is_skipped_for_each_consumer_named(
     await produce(stream, [Message(order.order_id.encode(), b"\xff not an event")])
     unreadable = (await dead_letters(stream, 2, [worker]))[-1]
     refused = await dlq(
-        "skip", f"{unreadable.partition}:{unreadable.offset}", "--for-consumer", PROBE,
+        "skip",
+        f"{unreadable.partition}:{unreadable.offset}",
+        "--for-consumer",
+        PROBE,
         "--execute",
     )
     assert refused.code == 2, refused.out

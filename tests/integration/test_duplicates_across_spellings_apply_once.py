@@ -31,19 +31,34 @@ TALLY = "tally"
 
 def created(event_id: Any, order_id: Any, user_id: Any) -> dict[str, Any]:
     return {
-        "eventId": event_id, "eventType": "OrderCreated", "eventVersion": 1,
-        "aggregateVersion": 1, "occurredAt": "2026-07-16T10:30:00Z",
-        "data": {"orderId": order_id, "orderNo": "ORD1", "userId": user_id, "amount": 199.00,
-                 "items": [{"sku": "SKU-1", "qty": 2}]},
+        "eventId": event_id,
+        "eventType": "OrderCreated",
+        "eventVersion": 1,
+        "aggregateVersion": 1,
+        "occurredAt": "2026-07-16T10:30:00Z",
+        "data": {
+            "orderId": order_id,
+            "orderNo": "ORD1",
+            "userId": user_id,
+            "amount": 199.00,
+            "items": [{"sku": "SKU-1", "qty": 2}],
+        },
     }
 
 
 def paid(event_id: Any, order_id: Any, user_id: Any, amount: Any) -> dict[str, Any]:
     return {
-        "eventId": event_id, "eventType": "OrderPaid", "eventVersion": 1,
-        "aggregateVersion": 2, "occurredAt": "2026-07-16T10:31:00Z",
-        "data": {"orderId": order_id, "userId": user_id, "amount": amount,
-                 "paidAt": "2026-07-16T10:31:00Z"},
+        "eventId": event_id,
+        "eventType": "OrderPaid",
+        "eventVersion": 1,
+        "aggregateVersion": 2,
+        "occurredAt": "2026-07-16T10:31:00Z",
+        "data": {
+            "orderId": order_id,
+            "userId": user_id,
+            "amount": amount,
+            "paidAt": "2026-07-16T10:31:00Z",
+        },
     }
 
 
@@ -55,7 +70,11 @@ def sent(env: dict[str, Any], key: bytes, aggregate_in_value: Any = None) -> Mes
 
 @pytest.mark.parametrize("redis", [False, True], ids=["without-redis", "with-redis"])
 async def test_one_event_spelled_twice_applies_once(
-    topic: OrderTopic, workers: Workers, database_url: str, db: Database, redis: bool,
+    topic: OrderTopic,
+    workers: Workers,
+    database_url: str,
+    db: Database,
+    redis: bool,
     request: pytest.FixtureRequest,
 ) -> None:
     env = {"REDIS_URL": request.getfixturevalue("redis_url")} if redis else {}
@@ -93,8 +112,16 @@ async def test_one_event_spelled_twice_applies_once(
 
 async def trace(database_url: str, event_id: str) -> Any:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "app", "trace", event_id, "--json", "--database-url", database_url,
-        cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "app",
+        "trace",
+        event_id,
+        "--json",
+        "--database-url",
+        database_url,
+        cwd=REPO_ROOT,
+        stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await process.communicate()
     assert process.returncode == 0, out

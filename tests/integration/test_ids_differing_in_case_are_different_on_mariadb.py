@@ -68,7 +68,8 @@ async def test_three_spellings_of_one_id_are_three_aggregates_end_to_end(
     await topic.send(events(upper, range(1, 3), "EVT-A"))
     await topic.drained(workers=[worker], within=60)
     await topic.send(
-        events(lower, range(1, 3), "evt-a") + events(accented, range(1, 2), "évt-a")
+        events(lower, range(1, 3), "evt-a")
+        + events(accented, range(1, 2), "évt-a")
         + events(upper, range(3, 4), "EVT-A")
     )
     await topic.drained(workers=[worker], within=60)

@@ -30,28 +30,52 @@ WRAPPED = b'{"schema":{"type":"string","optional":false},"payload":'
 
 def paid(event_id: int, **changes: Any) -> dict[str, Any]:
     env: dict[str, Any] = {
-        "eventId": event_id, "eventType": "OrderPaid", "eventVersion": 1,
+        "eventId": event_id,
+        "eventType": "OrderPaid",
+        "eventVersion": 1,
         "occurredAt": "2026-07-16T10:31:00Z",
-        "data": {"orderId": 100001, "userId": 20001, "amount": "10.50",
-                 "paidAt": "2026-07-16T10:31:00Z"},
+        "data": {
+            "orderId": 100001,
+            "userId": 20001,
+            "amount": "10.50",
+            "paidAt": "2026-07-16T10:31:00Z",
+        },
     }
     env.update(changes)
     return env
 
 
 MISTAKES = [
-    (Message(None, orjson.dumps(paid(2))), "invalid-schema",
-     "aggregateId: Field required (not in the value, and the record has no key)"),
-    (Message(b"100001", orjson.dumps(paid(3, eventId=3.0))), "invalid-schema",
-     "eventId: an id is a JSON string or a JSON integer, not 3.0"),
-    (Message(b"100001", WRAPPED + orjson.dumps('{"eventId": 4, "eventType": ') + b"}"),
-     "undecodable", "whose text is not JSON"),
-    (Message(b"100001", b"Struct{eventId=5,eventType=OrderPaid}"), "undecodable",
-     "table.expand.json.payload=false"),
-    (Message(b"100001", orjson.dumps(paid(6, aggregateVersion=2**31))), "invalid-schema",
-     "aggregateVersion: Input should be less than or equal to 2147483647"),
-    (Message(b"100001", orjson.dumps(paid(7)), (("retry-attempt", b"soon"),)), "invalid-header",
-     "header retry-attempt is 'soon', not an integer"),
+    (
+        Message(None, orjson.dumps(paid(2))),
+        "invalid-schema",
+        "aggregateId: Field required (not in the value, and the record has no key)",
+    ),
+    (
+        Message(b"100001", orjson.dumps(paid(3, eventId=3.0))),
+        "invalid-schema",
+        "eventId: an id is a JSON string or a JSON integer, not 3.0",
+    ),
+    (
+        Message(b"100001", WRAPPED + orjson.dumps('{"eventId": 4, "eventType": ') + b"}"),
+        "undecodable",
+        "whose text is not JSON",
+    ),
+    (
+        Message(b"100001", b"Struct{eventId=5,eventType=OrderPaid}"),
+        "undecodable",
+        "table.expand.json.payload=false",
+    ),
+    (
+        Message(b"100001", orjson.dumps(paid(6, aggregateVersion=2**31))),
+        "invalid-schema",
+        "aggregateVersion: Input should be less than or equal to 2147483647",
+    ),
+    (
+        Message(b"100001", orjson.dumps(paid(7)), (("retry-attempt", b"soon"),)),
+        "invalid-header",
+        "header retry-attempt is 'soon', not an integer",
+    ),
 ]
 
 

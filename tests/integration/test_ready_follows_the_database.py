@@ -87,12 +87,13 @@ async def test_a_worker_without_its_database_is_alive_paused_and_not_ready(
 
     state = await eventually(
         pause_state,
-        lambda found: found.get("effectively_once_paused") == 1
-        and found.get("effectively_once_infrastructure_pauses_total", 0) >= 1,
+        lambda found: (
+            found.get("effectively_once_paused") == 1
+            and found.get("effectively_once_infrastructure_pauses_total", 0) >= 1
+        ),
         what="the worker to report a pause on the database",
         within=30,
         workers=[worker],
     )
     assert state["effectively_once_infrastructure_pause_seconds_total"] > 0
     assert worker.alive
-

@@ -110,12 +110,8 @@ async def test_upsert_and_insert_ignore_respect_the_whole_key(engine: AsyncEngin
         await insert_ignore(session, daily_revenue, first)
         await insert_ignore(session, daily_revenue, [_revenue(DAY_1, "EUR", "9.00")])
         await upsert(session, daily_revenue, [_revenue(DAY_1, "USD", "5.00")], ["amount"])
-        await upsert(
-            session, daily_revenue, [_revenue(DAY_2, "USD", "7.00")], ["amount"], key=KEY
-        )
-        await upsert(
-            session, daily_revenue, [_revenue(DAY_2, "USD", "8.00")], ["amount"], key=KEY
-        )
+        await upsert(session, daily_revenue, [_revenue(DAY_2, "USD", "7.00")], ["amount"], key=KEY)
+        await upsert(session, daily_revenue, [_revenue(DAY_2, "USD", "8.00")], ["amount"], key=KEY)
     async with session_factory(engine)() as session:
         assert await _stored(session) == {
             (DAY_1, "EUR"): (Decimal("1.00"), 1, None),

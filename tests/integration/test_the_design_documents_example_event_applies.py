@@ -49,6 +49,7 @@ async def test_the_example_event_and_its_payment_apply(
     assert await db.reserved() == {}
     for consumer in CONSUMERS:
         assert await db.consumed_ids(consumer) == [
-            "01JY1N5H2J3Q8A5W9M7K2D4P6R", "01JY1N5H2J3Q8A5W9M7K2D4P7S"
+            "01JY1N5H2J3Q8A5W9M7K2D4P6R",
+            "01JY1N5H2J3Q8A5W9M7K2D4P7S",
         ]
     assert await db.consumed_aggregates() == {("ORDER", "100001")}

@@ -32,7 +32,10 @@ async def trace(database_url: str, event_id: str) -> tuple[int, Any]:
     done = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "app", "trace", event_id, "--json"],
-        env=env, cwd=REPO_ROOT, capture_output=True, timeout=60,
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        timeout=60,
     )
     return done.returncode, orjson.loads(done.stdout) if done.stdout else None
 
@@ -64,7 +67,9 @@ async def test_trace_tells_applied_parked_and_poison_apart(
     assert code == 0
     [finding] = poison["consumers"]
     assert (finding["consumer"], finding["state"], finding["reason"]) == (
-        "", "dead", "invalid-schema"
+        "",
+        "dead",
+        "invalid-schema",
     )
 
     code, _ = await trace(database_url, "no-such-event")

@@ -38,9 +38,7 @@ def clock() -> FrozenClock:
 
 
 @pytest.fixture
-async def harness(
-    tmp_path: Path, registry: Registry, clock: FrozenClock
-) -> AsyncIterator[Harness]:
+async def harness(tmp_path: Path, registry: Registry, clock: FrozenClock) -> AsyncIterator[Harness]:
     """The harness over a SQLite file with the framework's tables and the ``effect`` table."""
     async with Harness(
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'pipeline.db'}",

@@ -86,7 +86,11 @@ def test_the_poison_says_which_header_holds_what(header: tuple[str, bytes], name
 
 def test_a_partition_beyond_what_the_tables_store_is_malformed() -> None:
     source = RawRecord(
-        TOPIC, 0, 9, b"o-1", b"{}",
+        TOPIC,
+        0,
+        9,
+        b"o-1",
+        b"{}",
         (("dlt-original-topic", b"orders"), ("dlt-original-partition", b"2147483648")),
     )
 
@@ -96,7 +100,11 @@ def test_a_partition_beyond_what_the_tables_store_is_malformed() -> None:
 
 def test_well_formed_headers_still_read_as_before() -> None:
     source = RawRecord(
-        "orders.retry.5s", 3, 40, b"o-1", b"{}",
+        "orders.retry.5s",
+        3,
+        40,
+        b"o-1",
+        b"{}",
         (
             ("retry-consumer-group", b"points"),
             ("retry-attempt", b"2"),

@@ -45,7 +45,10 @@ async def ledger(engine: AsyncEngine) -> list[str]:
 
 
 async def test_a_row_the_database_refuses_routes_its_event_and_the_rest_commit(
-    make_processor: MakeProcessor, registry: Registry, records: Records, engine: AsyncEngine,
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    engine: AsyncEngine,
     db: Db,
 ) -> None:
     async with engine.begin() as conn:

@@ -44,7 +44,10 @@ def router_record(records: Records, env: dict[str, Any], offset_key: str) -> Raw
 
 
 async def test_a_router_record_is_retried_byte_for_byte_and_decodes_the_same_way(
-    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db,
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
     outbox: Outbox,
 ) -> None:
     failing = {"e1"}

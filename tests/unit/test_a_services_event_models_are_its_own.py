@@ -38,14 +38,14 @@ async def bill(event: Envelope[OrderPaid], ctx: HandlerContext) -> None:
     pass
 '''
 
-TYPO = '''\
+TYPO = """\
 from app import Event, HandlerContext, handler
 
 
 @handler("InvoiceRefunded", consumer="billing")
 async def refund(event: Event, ctx: HandlerContext) -> None:
     pass
-'''
+"""
 
 BUILD_THE_WORKER = """
 import sys

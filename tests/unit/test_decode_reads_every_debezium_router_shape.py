@@ -46,7 +46,9 @@ def assert_the_row(found: Decoded | Poison) -> None:
     event = found.event
     assert (event.event_id, event.event_type, event.event_version) == (EVENT_ID, "OrderCreated", 1)
     assert (event.aggregate_type, event.aggregate_id, event.aggregate_version) == (
-        "ORDER", "100001", 1
+        "ORDER",
+        "100001",
+        1,
     )
     data = event.data
     assert (data.order_id, data.order_no, data.user_id) == ("100001", "ORD202607160001", "20001")

@@ -77,7 +77,13 @@ def executor(action: Action, rate: float | None = None) -> tuple[Executor, Broke
         broker.clock[0] += seconds
 
     run = Executor(
-        action, broker, rows, "ops", "fixed in 1.2", rate, clock=lambda: broker.clock[0],
+        action,
+        broker,
+        rows,
+        "ops",
+        "fixed in 1.2",
+        rate,
+        clock=lambda: broker.clock[0],
         sleep=sleep,
     )
     return run, broker, rows

@@ -55,9 +55,16 @@ def test_a_foreign_record_reads_as_empty_fields() -> None:
     bare = DeadLetter.of(RawRecord(DLT, 0, 3, None, b"hello"))
     garbled = DeadLetter.of(
         RawRecord(
-            DLT, 0, 4, None, b"x",
-            ((h.DLT_ORIGINAL_OFFSET, b"seven"), (h.DLT_LAST_FAILURE_AT, b"yesterday"),
-             (h.DLT_ATTEMPTS, b"\xff")),
+            DLT,
+            0,
+            4,
+            None,
+            b"x",
+            (
+                (h.DLT_ORIGINAL_OFFSET, b"seven"),
+                (h.DLT_LAST_FAILURE_AT, b"yesterday"),
+                (h.DLT_ATTEMPTS, b"\xff"),
+            ),
         )
     )
 

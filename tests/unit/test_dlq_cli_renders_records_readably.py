@@ -30,8 +30,9 @@ def text(renderable: RenderableType) -> str:
 
 def test_the_table_names_each_record_by_its_dlt_position() -> None:
     rows = [
-        entry(letter(4, dlt_partition=1, event_id="e-42", aggregate="order-9", version=3,
-                     minutes=75)),
+        entry(
+            letter(4, dlt_partition=1, event_id="e-42", aggregate="order-9", version=3, minutes=75)
+        ),
         entry(letter(5, consumer=None, reason=DeadReason.UNDECODABLE, attempts=1), "unknown"),
     ]
 
@@ -39,12 +40,29 @@ def test_the_table_names_each_record_by_its_dlt_position() -> None:
 
     first = next(line for line in lines if "1:4" in line).split()
     assert first == [
-        "1:4", "e-42", "OrderPaid", "order-9@3", "points-service", "retries-exhausted", "3",
-        "2024-05-01", "11:15:00", "dead",
+        "1:4",
+        "e-42",
+        "OrderPaid",
+        "order-9@3",
+        "points-service",
+        "retries-exhausted",
+        "3",
+        "2024-05-01",
+        "11:15:00",
+        "dead",
     ]
     poison = next(line for line in lines if "0:5" in line).split()
     assert poison == [
-        "0:5", "-", "-", "-", "(poison)", "undecodable", "1", "2024-05-01", "10:00:00", "unknown",
+        "0:5",
+        "-",
+        "-",
+        "-",
+        "(poison)",
+        "undecodable",
+        "1",
+        "2024-05-01",
+        "10:00:00",
+        "unknown",
     ]
 
 
@@ -55,8 +73,19 @@ def test_a_plan_for_named_consumers_names_the_consumer_of_each_row() -> None:
     lines = text(render.table(todo.act)).splitlines()
 
     assert next(line for line in lines if "DLT" in line).split() == [
-        "DLT", "event", "id", "type", "aggregate", "consumer", "for", "reason", "tries", "last",
-        "failure", "(UTC)", "status",
+        "DLT",
+        "event",
+        "id",
+        "type",
+        "aggregate",
+        "consumer",
+        "for",
+        "reason",
+        "tries",
+        "last",
+        "failure",
+        "(UTC)",
+        "status",
     ]
     rows = [line.split() for line in lines if "0:5" in line]
     assert [row[4:7] for row in rows] == [  # after the event id, type and aggregate

@@ -24,8 +24,9 @@ RECORDS = [
     letter(0, event_id="a", consumer="points-service", minutes=30, original=(0, 1)),
     letter(1, event_id="b", consumer="inventory-service", minutes=10, original=(0, 2)),
     letter(2, event_id="a", consumer="inventory-service", minutes=20, original=(0, 1)),
-    letter(0, dlt_partition=1, consumer=None, reason=DeadReason.UNDECODABLE, minutes=0,
-           original=(1, 5)),
+    letter(
+        0, dlt_partition=1, consumer=None, reason=DeadReason.UNDECODABLE, minutes=0, original=(1, 5)
+    ),
 ]
 
 

@@ -22,7 +22,7 @@ from app.registry import Registry, handler
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-REVENUE = '''\
+REVENUE = """\
 from pydantic import BaseModel
 
 from app import Envelope, HandlerContext, event_model, handler
@@ -39,9 +39,9 @@ class InvoicePaid(BaseModel):
 @handler("InvoicePaid", consumer="revenue-service")
 async def add_revenue(event: Envelope[InvoicePaid], ctx: HandlerContext) -> None:
     pass
-'''
+"""
 
-BILLING = '''\
+BILLING = """\
 from pydantic import BaseModel
 
 from app import Envelope, HandlerContext, event_model, handler
@@ -55,7 +55,7 @@ class InvoiceSent(BaseModel):
 @handler("InvoiceSent", consumer="billing-service")
 async def bill(event: Envelope[InvoiceSent], ctx: HandlerContext) -> None:
     pass
-'''
+"""
 
 
 def build_the_worker(folder: Path, handler_modules: str) -> subprocess.CompletedProcess[str]:

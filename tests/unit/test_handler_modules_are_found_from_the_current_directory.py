@@ -21,7 +21,7 @@ from app.db.histories import History, histories
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAUST = Path(sys.executable).with_name("faust")
 
-REVENUE = '''\
+REVENUE = """\
 from pydantic import BaseModel
 
 from app import Envelope, HandlerContext, event_model, handler
@@ -36,7 +36,7 @@ class InvoicePaid(BaseModel):
 @handler("InvoicePaid", consumer="revenue-service")
 async def add_revenue(event: Envelope[InvoicePaid], ctx: HandlerContext) -> None:
     pass
-'''
+"""
 
 
 @pytest.fixture

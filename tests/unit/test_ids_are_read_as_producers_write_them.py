@@ -133,10 +133,14 @@ def test_the_design_documents_example_event_decodes_verbatim() -> None:
     assert isinstance(found, Decoded), found
     event = found.event
     assert (event.event_id, event.aggregate_type, event.aggregate_id) == (
-        "01JY1N5H2J3Q8A5W9M7K2D4P6R", "ORDER", "100001"
+        "01JY1N5H2J3Q8A5W9M7K2D4P6R",
+        "ORDER",
+        "100001",
     )
     assert (event.data.order_id, event.data.user_id, event.data.amount) == (
-        "100001", "20001", Decimal("199")
+        "100001",
+        "20001",
+        Decimal("199"),
     )
     assert event.data.items == []
 
@@ -171,7 +175,5 @@ def test_id_text_gives_the_one_canonical_form() -> None:
         ("007", ["007"]),
     ],
 )
-def test_an_id_typed_at_a_command_line_is_read_either_way(
-    typed: str, spellings: list[str]
-) -> None:
+def test_an_id_typed_at_a_command_line_is_read_either_way(typed: str, spellings: list[str]) -> None:
     assert id_spellings(typed) == spellings

@@ -53,8 +53,12 @@ def test_the_base_fields_are_always_there() -> None:
 
 def test_context_passed_with_extra_becomes_fields() -> None:
     extra = {
-        "eventId": "e1", "traceId": "t1", "consumer": "points-service",
-        "outcome": "parked", "partition": 3, "offset": 42,
+        "eventId": "e1",
+        "traceId": "t1",
+        "consumer": "points-service",
+        "outcome": "parked",
+        "partition": 3,
+        "offset": 42,
     }
     line = formatted(extra=extra)
     assert {key: line[key] for key in extra} == extra

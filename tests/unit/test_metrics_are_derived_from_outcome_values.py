@@ -63,8 +63,15 @@ def test_each_outcome_counts_once_under_its_labels() -> None:
     }
     moved = {key: after[key] - before[key] for key in before}
     assert moved == {
-        "applied": 1, "other": 1, "db": 1, "pf": 1, "tier": 1, "dead": 1, "poison": 1,
-        "batches": 1, "records": 6,
+        "applied": 1,
+        "other": 1,
+        "db": 1,
+        "pf": 1,
+        "tier": 1,
+        "dead": 1,
+        "poison": 1,
+        "batches": 1,
+        "records": 6,
     }
 
 
@@ -106,18 +113,27 @@ def test_a_replay_counts_once_it_applies() -> None:
 
 def test_initialise_creates_zero_series_for_every_consumer() -> None:
     metrics.initialise(["fresh-consumer"])
-    assert REGISTRY.get_sample_value(
-        "effectively_once_duplicates_total", {"consumer": "fresh-consumer", "source": "prefilter"}
-    ) == 0
-    assert REGISTRY.get_sample_value(
-        "effectively_once_parked_events", {"consumer": "fresh-consumer"}
-    ) == 0
-    assert REGISTRY.get_sample_value(
-        "effectively_once_replays_total", {"consumer": "fresh-consumer"}
-    ) == 0
-    assert REGISTRY.get_sample_value(
-        "effectively_once_infrastructure_pauses_total", {"dependency": "redis"}
-    ) is not None
+    assert (
+        REGISTRY.get_sample_value(
+            "effectively_once_duplicates_total",
+            {"consumer": "fresh-consumer", "source": "prefilter"},
+        )
+        == 0
+    )
+    assert (
+        REGISTRY.get_sample_value("effectively_once_parked_events", {"consumer": "fresh-consumer"})
+        == 0
+    )
+    assert (
+        REGISTRY.get_sample_value("effectively_once_replays_total", {"consumer": "fresh-consumer"})
+        == 0
+    )
+    assert (
+        REGISTRY.get_sample_value(
+            "effectively_once_infrastructure_pauses_total", {"dependency": "redis"}
+        )
+        is not None
+    )
 
 
 def test_parking_gauges_drop_to_zero_when_a_consumer_has_nothing_parked() -> None:
@@ -134,9 +150,10 @@ def test_lag_shows_exactly_the_partitions_given() -> None:
     metrics.set_consumer_lag({("t", 0): 5, ("t", 1): 0})
     assert sample("effectively_once_consumer_lag", topic="t", partition="0") == 5
     metrics.set_consumer_lag({("t", 1): 2})
-    assert REGISTRY.get_sample_value(
-        "effectively_once_consumer_lag", {"topic": "t", "partition": "0"}
-    ) is None
+    assert (
+        REGISTRY.get_sample_value("effectively_once_consumer_lag", {"topic": "t", "partition": "0"})
+        is None
+    )
     assert sample("effectively_once_consumer_lag", topic="t", partition="1") == 2
 
 

@@ -24,10 +24,18 @@ NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 def parked(consumer: str, event_id: str, aggregate: str, version: int, age: float) -> dict:
     return {
-        "consumer_group": consumer, "event_id": event_id, "aggregate_type": "Order",
-        "aggregate_id": aggregate, "aggregate_version": version, "event_type": "OrderPaid",
-        "topic": "orders", "partition": 0, "offset": version, "record_key": None,
-        "record_value": b"{}", "record_headers": "[]",
+        "consumer_group": consumer,
+        "event_id": event_id,
+        "aggregate_type": "Order",
+        "aggregate_id": aggregate,
+        "aggregate_version": version,
+        "event_type": "OrderPaid",
+        "topic": "orders",
+        "partition": 0,
+        "offset": version,
+        "record_key": None,
+        "record_value": b"{}",
+        "record_headers": "[]",
         "parked_at": NOW - timedelta(seconds=age),
     }
 
@@ -37,12 +45,15 @@ async def test_counts_aggregates_and_the_oldest_age_per_consumer(tmp_path: Path)
     await upgrade_to_head(url)
     engine = create_engine(url)
     async with engine.begin() as conn:
-        await conn.execute(insert(parked_event), [
-            parked("points", "e1", "o-1", 3, age=120),
-            parked("points", "e2", "o-1", 4, age=60),
-            parked("points", "e3", "o-2", 2, age=10),
-            parked("inventory", "e4", "o-3", 5, age=5),
-        ])
+        await conn.execute(
+            insert(parked_event),
+            [
+                parked("points", "e1", "o-1", 3, age=120),
+                parked("points", "e2", "o-1", 4, age=60),
+                parked("points", "e3", "o-2", 2, age=10),
+                parked("inventory", "e4", "o-3", 5, age=5),
+            ],
+        )
     stats = await sample_parked(engine, clock=lambda: NOW)
     await engine.dispose()
     assert stats == {

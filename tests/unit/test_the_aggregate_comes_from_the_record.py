@@ -27,7 +27,10 @@ BASE: dict[str, Any] = {
     "aggregateVersion": 2,
     "occurredAt": "2026-07-16T10:30:00Z",
     "data": {
-        "orderId": 100001, "userId": 20001, "amount": "19.90", "paidAt": "2026-07-16T10:31:00Z"
+        "orderId": 100001,
+        "userId": 20001,
+        "amount": "19.90",
+        "paidAt": "2026-07-16T10:31:00Z",
     },
 }
 
@@ -117,7 +120,10 @@ def test_a_key_that_is_no_utf8_text_is_poison_that_says_so() -> None:
 
 def test_a_header_that_is_no_utf8_text_is_poison_when_it_is_needed() -> None:
     source = RawRecord(
-        "orders", 1, 5, b"100001",
+        "orders",
+        1,
+        5,
+        b"100001",
         orjson.dumps({k: v for k, v in BASE.items() if k != "eventId"}),
         (("id", b"\xff"),),
     )

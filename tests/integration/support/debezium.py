@@ -78,8 +78,12 @@ async def _connect(database: str = "postgres") -> asyncpg.Connection:
     server = make_url(LOGICAL_POSTGRES)
     try:
         return await asyncpg.connect(
-            host=server.host, port=server.port or 5433, user=server.username,
-            password=server.password, database=database, timeout=CONNECT_TIMEOUT_SECONDS,
+            host=server.host,
+            port=server.port or 5433,
+            user=server.username,
+            password=server.password,
+            database=database,
+            timeout=CONNECT_TIMEOUT_SECONDS,
         )
     except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
         raise DebeziumUnavailable(
@@ -136,8 +140,13 @@ class Outbox:
             await self._conn.execute(
                 "INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type,"
                 " topic, payload, aggregate_version) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                row.event_id, row.aggregate_type, row.aggregate_id, row.event_type, topic,
-                row.payload_text, row.aggregate_version,
+                row.event_id,
+                row.aggregate_type,
+                row.aggregate_id,
+                row.event_type,
+                topic,
+                row.payload_text,
+                row.aggregate_version,
             )
 
     def engine_properties(self) -> dict[str, str]:
@@ -148,20 +157,22 @@ class Outbox:
             (f"{key}.class" if key in CONVERTERS else key): value for key, value in config.items()
         }
         server = make_url(LOGICAL_POSTGRES)
-        properties.update({
-            "name": "outbox-test",
-            "database.hostname": server.host or "127.0.0.1",
-            "database.port": str(server.port or 5433),
-            "database.user": server.username or "postgres",
-            "database.password": server.password or "",
-            "database.dbname": self.database,
-            "slot.name": self.slot,
-            "publication.name": self.publication,
-            "slot.drop.on.stop": "true",
-            "offset.storage": "org.apache.kafka.connect.storage.MemoryOffsetBackingStore",
-            "offset.flush.interval.ms": "1000",
-            "poll.interval.ms": "50",
-        })
+        properties.update(
+            {
+                "name": "outbox-test",
+                "database.hostname": server.host or "127.0.0.1",
+                "database.port": str(server.port or 5433),
+                "database.user": server.username or "postgres",
+                "database.password": server.password or "",
+                "database.dbname": self.database,
+                "slot.name": self.slot,
+                "publication.name": self.publication,
+                "slot.drop.on.stop": "true",
+                "offset.storage": "org.apache.kafka.connect.storage.MemoryOffsetBackingStore",
+                "offset.flush.interval.ms": "1000",
+                "poll.interval.ms": "50",
+            }
+        )
         return properties
 
 
@@ -192,7 +203,10 @@ class Engine:
         config.write_bytes(orjson.dumps(self._properties))
         with _log_file(self.log_path) as log:
             self._process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "tests.integration.support.debezium_engine", str(config),
+                sys.executable,
+                "-m",
+                "tests.integration.support.debezium_engine",
+                str(config),
                 cwd=self._workdir,
                 env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
                 stdin=asyncio.subprocess.PIPE,

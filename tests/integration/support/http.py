@@ -50,8 +50,11 @@ async def readiness_is(worker: WorkerProcess, status: int, *, within: float) -> 
         return await get_json(worker, "/ready")
 
     _, body = await eventually(
-        probe, lambda answer: answer[0] == status, what=f"/ready to answer {status}",
-        within=within, workers=[worker],
+        probe,
+        lambda answer: answer[0] == status,
+        what=f"/ready to answer {status}",
+        within=within,
+        workers=[worker],
     )
     return body
 

@@ -87,6 +87,10 @@ class OrderTopic:
         """Wait until the group has committed every record produced so far (``stuck``: see
         ``waiting.eventually``)."""
         await eventually(
-            self.lag, lambda lag: not lag, what="consumer group lag to reach 0",
-            within=within, workers=workers, stuck=stuck,
+            self.lag,
+            lambda lag: not lag,
+            what="consumer group lag to reach 0",
+            within=within,
+            workers=workers,
+            stuck=stuck,
         )

@@ -80,9 +80,7 @@ def rerunning_forever(
     return check
 
 
-async def path_appears(
-    path: Path, *, within: float, workers: Iterable[WorkerProcess] = ()
-) -> None:
+async def path_appears(path: Path, *, within: float, workers: Iterable[WorkerProcess] = ()) -> None:
     """Wait until ``path`` exists (a marker a test-only handler writes)."""
 
     async def exists() -> bool:

@@ -148,8 +148,18 @@ class Workers:
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
                 [
-                    sys.executable, "-m", "faust", "-A", "app", "worker",
-                    "-l", "info", "--web-host", "127.0.0.1", "--web-port", str(web_port),
+                    sys.executable,
+                    "-m",
+                    "faust",
+                    "-A",
+                    "app",
+                    "worker",
+                    "-l",
+                    "info",
+                    "--web-host",
+                    "127.0.0.1",
+                    "--web-port",
+                    str(web_port),
                 ],
                 cwd=workdir,
                 env=worker_env,
@@ -197,7 +207,6 @@ class Workers:
         )
         env.update(extra or {})
         return env
-
 
 
 def _partition_set(text: str) -> set[int]:
