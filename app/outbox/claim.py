@@ -53,7 +53,7 @@ from sqlalchemy import ColumnElement, Select, and_, bindparam, func, not_, selec
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.dialect import backend, one_of
+from app.db.dialect import backend, list_size, one_of
 from app.db.tables import outbox_event as t
 from app.outbox.by_status import status_in
 from app.outbox.status import UNPUBLISHED, OutboxStatus
@@ -336,14 +336,17 @@ async def _scan(
     ``PENDING`` rows at a time (with the ``PROCESSING`` rows among them), until it is full
     or the rows run out. The caller's ``held`` rows are ``PROCESSING`` until it settles
     them: they are fed as the caller knows them, not read again (a relay with a backlog
-    holds two cycles' rows at every claim)."""
+    holds two cycles' rows at every claim; more than one lookup takes are read, then left
+    out)."""
     start = floor.start()
+    dialect = backend(session)
     query = select(*_SCAN_COLUMNS).where(status_in(_PROCESSING), t.c.id >= start)
-    if held:
-        query = query.where(not_(one_of(backend(session), t.c.id, sorted(held))))
+    if held and len(held) <= list_size(dialect):  # else read, and left out below
+        query = query.where(not_(one_of(dialect, t.c.id, sorted(held))))
+    read = [_seen(row) for row in await session.execute(query.order_by(t.c.id))]
     processing = sorted(
         [
-            *(_seen(row) for row in await session.execute(query.order_by(t.c.id))),
+            *(row for row in read if row.id not in held),
             *(Seen(i, agg, _PROCESSING, None, None) for i, agg in held.items() if i >= start),
         ]
     )

@@ -4,8 +4,7 @@ Contract: ``claim(..., held=...)`` (the relay's cycles not settled yet, each row
 aggregate) leaves every held row alone and every later row of a held row's aggregate,
 even when the database shows the held row's lease expired (a settlement that waited);
 it takes the other aggregates' rows; and none of the rows its statements return is a
-held one (a relay with a backlog holds two cycles' rows at every claim: reading them
-again cost a fifth of each claim).
+held one (a relay with a backlog holds two cycles' rows at every claim).
 """
 
 from __future__ import annotations
