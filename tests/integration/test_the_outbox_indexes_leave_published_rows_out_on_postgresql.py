@@ -11,14 +11,13 @@ serve); downgrading to ``0005`` indexes every row again, every row kept.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import Connection, event, insert, text
+from sqlalchemy import Connection, insert, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.engine import create_engine, session_factory
@@ -26,6 +25,7 @@ from app.db.histories import FRAMEWORK
 from app.db.migrate import alembic_config, upgrade_to_head
 from app.db.tables import outbox_event
 from app.outbox.claim import claim
+from tests.sent_statements import sent
 
 pytestmark = pytest.mark.integration
 
@@ -89,21 +89,6 @@ async def ids(engine: AsyncEngine) -> list[tuple[int, str]]:
         return [(row_id, status) for row_id, status in found]
 
 
-@contextmanager
-def statements(engine: AsyncEngine) -> Iterator[list[tuple[str, Any]]]:
-    """Every statement ``engine`` sends meanwhile, with its parameters."""
-    seen: list[tuple[str, Any]] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        seen.append((statement, parameters))
-
-    event.listen(engine.sync_engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", record)
-
-
 async def test_published_rows_leave_both_indexes_and_the_claim_still_uses_them(
     make_database: Callable[[str], Awaitable[str]],
 ) -> None:
@@ -124,12 +109,13 @@ async def test_published_rows_leave_both_indexes_and_the_claim_still_uses_them(
         assert await entries(engine) == dict.fromkeys(INDEXES, unpublished)
 
         now = datetime.now(UTC)
-        with statements(engine) as sent:
+        with sent(engine.sync_engine) as statements:
             async with session_factory(engine)() as session, session.begin():
                 claimed = await claim(session, "relay-1", now, now + timedelta(minutes=1), 100)
         assert [row["event_id"] for row in claimed] == ["e-6", "e-7", "e-8"]
-        plans = await explain(engine, [s for s in sent if _reads_by_status_or_aggregate(s[0])])
-        assert len(plans) >= 3, sent  # the PROCESSING and PENDING scans, the earlier rows
+        reads = [s for s in statements if _reads_by_status_or_aggregate(s[0])]
+        plans = await explain(engine, reads)
+        assert len(plans) >= 3, statements  # the PROCESSING and PENDING scans, the earlier rows
         for statement, plan in plans:
             assert any(name in plan for name in INDEXES), (statement, plan)
 
@@ -166,14 +152,14 @@ def _reads_by_status_or_aggregate(statement: str) -> bool:
     )
 
 
-async def explain(engine: AsyncEngine, sent: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+async def explain(engine: AsyncEngine, reads: list[tuple[str, Any]]) -> list[tuple[str, str]]:
     """Each statement's generic plan (one for every value of its parameters, as PostgreSQL
     may use for a prepared statement after five runs), with sequential scans off."""
     plans = []
     async with engine.connect() as conn:
         await conn.execute(text("SET plan_cache_mode = force_generic_plan"))
         await conn.execute(text("SET enable_seqscan = off"))
-        for n, (statement, parameters) in enumerate(sent):
+        for n, (statement, parameters) in enumerate(reads):
             await conn.exec_driver_sql(f"PREPARE claim_{n} AS {statement}")
             values = ", ".join(_literal(value) for value in parameters)
             rows = await conn.exec_driver_sql(f"EXPLAIN EXECUTE claim_{n}({values})")

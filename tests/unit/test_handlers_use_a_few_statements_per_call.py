@@ -11,15 +11,12 @@ is one); the handlers run on a real database created by the migrations.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import HandlerContext
@@ -29,6 +26,7 @@ from handlers.notification import order_cancelled, order_placed, payment_receive
 from handlers.points import award_points, revoke_points
 from schemas.envelope import Envelope
 from schemas.order import OrderCancelled, OrderCreated, OrderItem, OrderPaid
+from tests.sent_statements import sent
 
 NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -64,26 +62,10 @@ def lifecycle(order_id: str, user_id: str) -> tuple[Envelope[Any], ...]:
     )
 
 
-@contextmanager
-def counting(session: AsyncSession) -> Iterator[list[str]]:
-    """The SQL of every statement ``session``'s engine sends meanwhile."""
-    statements: list[str] = []
-
-    def record(*args: Any) -> None:
-        statements.append(args[2])  # (conn, cursor, statement, parameters, context, executemany)
-
-    engine = session.get_bind()
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
-
-
 async def statements_of(session: AsyncSession, fn: HandlerFn, events: list[Envelope[Any]]) -> int:
     """How many statements one call of ``fn`` on ``events`` sends, its transaction begun."""
     await session.connection()  # BEGIN before counting: it is the framework's, not the handler's
-    with counting(session) as statements:
+    with sent(session.get_bind()) as statements:
         await fn(events, HandlerContext(session=session, consumer="test"))
     await session.commit()
     return len(statements)
