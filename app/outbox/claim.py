@@ -169,7 +169,9 @@ async def claim(
     or about to be), with their aggregates: they and their aggregates' later rows are left
     alone, even if their lease expired while their settlement waited."""
     dialect = backend(session)
-    held = held or {}
+    # As they are now: the caller's settlements go on meanwhile, and the scan must leave
+    # out of its read exactly the rows it then plans with.
+    held = dict(held or {})
     planner = Planner(now, limit, held)
     floor = floor or Floor()
     await _scan(session, planner, limit, floor, held)
