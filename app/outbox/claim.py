@@ -358,7 +358,7 @@ async def _scan(
         query = select(*_SCAN_COLUMNS).where(status_in(_PENDING), t.c.id > after)
         excluded = sorted(planner.blocked)[:MAX_EXCLUDED]
         if excluded:
-            query = query.where(*_leave_out(backend(session), excluded))
+            query = query.where(*_leave_out(dialect, excluded))
         pending = [_seen(row) for row in await session.execute(query.order_by(t.c.id).limit(page))]
         if pending and after == start - 1:
             lowest = min(pending[0].id, lowest if lowest is not None else pending[0].id)
