@@ -14,7 +14,7 @@ import asyncio
 import json
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,13 +87,17 @@ async def wait_for_assignment(port: int, topic: str, check_alive: Callable[[], N
 
 
 async def wait_for_events(
-    port: int, topic: str, events: int, check_alive: Callable[[], None]
+    port: int,
+    topic: str,
+    events: int,
+    check_alive: Callable[[], None],
+    on_open: Callable[[], Awaitable[None]] | None = None,
 ) -> Window:
     """Poll until ``events`` messages of ``topic`` are acknowledged; return the window.
 
-    The window opens at the first poll that sees a message taken and closes at
-    the first poll that sees the last one acknowledged, so each end is late by
-    at most ``POLL_SECONDS`` (plus one HTTP round trip).
+    The window opens at the first poll that sees a message taken (``on_open`` runs
+    then) and closes at the first poll that sees the last one acknowledged, so each
+    end is late by at most ``POLL_SECONDS`` (plus one HTTP round trip).
     """
     first: float | None = None
     progress_at, last_acked = time.monotonic(), -1
@@ -103,6 +107,8 @@ async def wait_for_events(
         now = time.monotonic()
         if now_counts is not None and now_counts.taken > 0 and first is None:
             first = now
+            if on_open is not None:
+                await on_open()
         if first is not None and now_counts is not None:
             if now_counts.acked >= events:
                 return Window(first, now, events)

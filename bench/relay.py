@@ -21,9 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from app.db.dialect import insert_rows
@@ -34,6 +32,7 @@ from app.demo.order_service import as_event
 from app.demo.produce import ensure_topic
 from app.demo.workload import Workload
 from app.kafka_clients import KafkaClients
+from bench.cpu import CpuMeter
 from bench.latency import percentile
 from bench.results import Row
 from bench.scenarios import THREE, check, describe, framework_env
@@ -50,7 +49,6 @@ WRITE_CHUNK = 5_000
 # the rows' published_at, so the poll's pace does not move it.
 PROGRESS_POLL_SECONDS = 0.5
 TIMEOUT_SECONDS = 300.0
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def outbox_rows(workload: Workload, topic: str) -> list[dict[str, Any]]:
@@ -91,24 +89,6 @@ class RelayProcess:
         if self.process.poll() is None:
             self.process.terminate()
         self.process.wait(timeout=30)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-async def backends(session: Session) -> list[int]:
-    """The PostgreSQL backends connected to the bench's database, the bench's own excepted."""
-    rows = await session.database.fetch(
-        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-        session.database.name,
-    )
-    return [int(row[0]) for row in rows]
 
 
 # Index probes on ``(status, id)``: a count of the whole outbox (tens of milliseconds of
@@ -178,14 +158,6 @@ async def until_published(session: Session, relay: RelayProcess) -> None:
         await asyncio.sleep(PROGRESS_POLL_SECONDS)
 
 
-@dataclass(frozen=True)
-class Spent:
-    """CPU seconds of the relay and of its database backends over the measured window."""
-
-    relay: float
-    database: float
-
-
 async def throughput(session: Session) -> Row:
     """One relay process shipping the workload's distinct events from a full outbox."""
     topic = f"bench-relay-{session.tag}"
@@ -201,13 +173,10 @@ async def throughput(session: Session) -> Row:
             if relay.process.poll() is not None:
                 raise RuntimeError(f"the relay exited; see {relay.log_path}")
             await asyncio.sleep(0.01)
-        pids = await backends(session)
-        before = Spent(cpu_seconds(relay.process.pid), sum(map(cpu_seconds, pids)))
+        meter = CpuMeter(relay.process.pid, session.database)
+        await meter.open()
         await until_published(session, relay)
-        spent = Spent(
-            cpu_seconds(relay.process.pid) - before.relay,
-            sum(map(cpu_seconds, pids)) - before.database,
-        )
+        spent = await meter.close()
         load = os.getloadavg()[0]
         stolen = steal_percent(host_before, cpu_times())
     finally:
@@ -216,7 +185,7 @@ async def throughput(session: Session) -> Row:
     seconds = max(last - first, 1e-9)
     on_topic = await records_on(session, topic)
     correct = shipped == len(rows) and on_topic == len(rows)
-    per_1k = 1000 / len(rows)
+    relay_ms, database_ms = spent.per_1k_ms(len(rows))
     return Row(
         name="relay",
         label="relay, 1 process",
@@ -226,13 +195,13 @@ async def throughput(session: Session) -> Row:
         correct=correct,
         detail=(
             f"{shipped:,} rows PUBLISHED, {on_topic:,} events on the topic; relay CPU "
-            f"{spent.relay * per_1k * 1000:,.1f} ms and its database backends' CPU "
-            f"{spent.database * per_1k * 1000:,.1f} ms per 1,000 rows"
+            f"{relay_ms:,.1f} ms and its database backends' CPU {database_ms:,.1f} ms per "
+            "1,000 rows"
         ),
         load_average=load,
         steal_percent=stolen,
-        relay_cpu_ms_per_1k=spent.relay * per_1k * 1000,
-        database_cpu_ms_per_1k=spent.database * per_1k * 1000,
+        relay_cpu_ms_per_1k=relay_ms,
+        database_cpu_ms_per_1k=database_ms,
     )
 
 

@@ -53,6 +53,12 @@ METHOD = {
         "different fingerprints ran different code and are flagged."
     ),
     "peak_rss_mb": "VmHWM of the worker process (/proc/<pid>/status), read before stopping it.",
+    "cpu_ms_per_1k": (
+        "worker_cpu_ms_per_1k and database_cpu_ms_per_1k (throughput rows): the CPU time "
+        "(/proc/<pid>/stat) of the worker process and of the PostgreSQL backends connected "
+        "to the bench's database over the row's window, per 1,000 events. They move far "
+        "less with the shared machine's hour than events/s do."
+    ),
     "relay": (
         "The workload's distinct events written to an empty outbox (transactions of 5,000 "
         "rows, then ANALYZE), then one python -m app relay process (default settings, "
@@ -103,6 +109,7 @@ class Row:
     steal_percent: float | None = None
     code: str | None = None
     relay_cpu_ms_per_1k: float | None = None
+    worker_cpu_ms_per_1k: float | None = None
     database_cpu_ms_per_1k: float | None = None
 
 

@@ -150,6 +150,9 @@ async def applied_at_span(session: Session) -> float | None:
 
 def _row(name: str, label: str, measured: Measured, correct: bool, detail: str) -> Row:
     window = measured.window
+    worker_ms, database_ms = (
+        (None, None) if measured.spent is None else measured.spent.per_1k_ms(window.events)
+    )
     return Row(
         name=name,
         label=label,
@@ -163,4 +166,6 @@ def _row(name: str, label: str, measured: Measured, correct: bool, detail: str) 
         load_average=measured.load_average,
         steal_percent=measured.steal_percent,
         code=measured.code,
+        worker_cpu_ms_per_1k=worker_ms,
+        database_cpu_ms_per_1k=database_ms,
     )

@@ -12,6 +12,7 @@ from rich.console import Console
 from app.demo.broker import LocalBroker
 from app.demo.kafka import KafkaCluster
 from app.demo.workload import Workload
+from bench.cpu import CpuMeter, Spent
 from bench.database import BenchDatabase
 from bench.monitor import Window, wait_for_assignment, wait_for_events
 from bench.options import BenchOptions
@@ -36,6 +37,7 @@ class Measured:
     load_average: float  # the machine's 1-minute load average when the window closed
     steal_percent: float | None  # CPU time the hypervisor gave away, start to window close
     code: str  # fingerprint of the framework's source when the worker started
+    spent: Spent | None = None  # CPU of the worker and its database backends, in the window
 
     @property
     def tx_per_1k(self) -> float | None:
@@ -104,10 +106,15 @@ class Session:
         cpu_before = cpu_times()
         worker.start()
         try:
+            assert worker.pid is not None
+            meter = CpuMeter(worker.pid, self.database)
             if before_events is not None:
                 await wait_for_assignment(worker.web_port, topic, worker.check_alive)
                 await before_events()
-            window = await wait_for_events(worker.web_port, topic, events, worker.check_alive)
+            window = await wait_for_events(
+                worker.web_port, topic, events, worker.check_alive, on_open=meter.open
+            )
+            spent = await meter.close()
             rss, load = worker.peak_rss_mb(), os.getloadavg()[0]
             stolen = steal_percent(cpu_before, cpu_times())
         except Exception as exc:
@@ -116,5 +123,5 @@ class Session:
         finally:
             worker.stop()
         after = await self.database.transactions() if count_transactions else None
-        spent = None if before is None or after is None else after - before
-        return Measured(window, rss, spent, load, stolen, code)
+        transactions = None if before is None or after is None else after - before
+        return Measured(window, rss, transactions, load, stolen, code, spent)

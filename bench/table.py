@@ -25,6 +25,7 @@ def print_table(console: Console, rows: list[Row], title: str) -> None:
         "p50 ms",
         "p99 ms",
         "tx / 1k ev",
+        "CPU ms / 1k ev",
         "RSS MB",
         "steal %",
     )
@@ -40,6 +41,7 @@ def print_table(console: Console, rows: list[Row], title: str) -> None:
             _num(row.p50_ms, "{:,.0f}"),
             _num(row.p99_ms, "{:,.0f}"),
             _num(row.tx_per_1k, "{:,.1f}"),
+            _cpu(row),
             _num(row.peak_rss_mb, "{:,.0f}"),
             _num(row.steal_percent, "{:.0f}"),
             "[green]yes[/]" if row.correct else "[bold red]NO[/]",
@@ -71,6 +73,18 @@ def print_table(console: Console, rows: list[Row], title: str) -> None:
         )
     for column, how in METHOD.items():
         console.print(f"[dim]{column}: {how}[/]")
+
+
+def _cpu(row: Row) -> str:
+    """The worker's (or relay's) CPU and its database backends', per 1,000 events."""
+    own = (
+        row.worker_cpu_ms_per_1k
+        if row.worker_cpu_ms_per_1k is not None
+        else row.relay_cpu_ms_per_1k
+    )
+    if own is None or row.database_cpu_ms_per_1k is None:
+        return DASH
+    return f"{own:,.0f} + {row.database_cpu_ms_per_1k:,.0f} db"
 
 
 def _num(value: float | None, fmt: str) -> str:

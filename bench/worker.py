@@ -82,6 +82,11 @@ class BenchWorker(WorkerProcess):
         command[command.index("-A") + 1] = self.app_module
         return command
 
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id while it runs."""
+        return None if self._process is None else self._process.pid
+
     def peak_rss_mb(self) -> float | None:
         """The process's peak resident set (``VmHWM``) in MiB, or None once it has exited."""
         if self._process is None:

@@ -76,6 +76,11 @@ async def test_bench_smoke_run_is_correct_for_every_scenario(
     assert results["settings"]["broker"] == broker_kind()
     for name in ("one", "three"):
         assert rows[name]["p50_ms"] is not None, f"{name}: the latency run did not report"
+        # What the worker and its database backends spent, per 1,000 events (a tiny
+        # window may hold no clock tick of the backends' time: present, not positive).
+        assert rows[name]["worker_cpu_ms_per_1k"] is not None, report
+        assert rows[name]["database_cpu_ms_per_1k"] is not None, report
+    assert rows["relay"]["relay_cpu_ms_per_1k"] is not None, report
     if cpu_times() is not None:  # Linux: every row says what the host took
         assert all(row["steal_percent"] is not None for row in rows.values()), report
 
