@@ -1,8 +1,9 @@
 """``python -m bench.summary RESULTS.json...``: several runs' results side by side.
 
 Each file is one ``python -m bench --json-out`` run. Prints, as Markdown, one row per
-scenario with each run's figure (events/s and the ratio to that run's bare agent; p99
-in a table of its own) and their median, then each target of ``TARGETS`` with the runs
+scenario with each run's figure (events/s and the ratio to that run's bare agent; p99,
+and the CPU per 1,000 events of the worker and of the database, in tables of their own)
+and their median, then each target of ``TARGETS`` with the runs
 that met it. A run without a scenario shows a dash; a row whose balances did not match
 is marked ``(wrong)``, and never counts as meeting a target.
 """
@@ -111,10 +112,21 @@ def table(runs: Sequence[Run], key: str, ratio: bool) -> list[str]:
     return lines
 
 
+OWN_CPU = "own_cpu_ms_per_1k"  # the worker's CPU per 1,000 events, the relay's for its row
+
+
+def _with_own_cpu(run: Run) -> Run:
+    """``run`` with each row's own process's CPU per 1,000 events under ``OWN_CPU``."""
+    return {
+        name: row | {OWN_CPU: row.get("worker_cpu_ms_per_1k") or row.get("relay_cpu_ms_per_1k")}
+        for name, row in run.items()
+    }
+
+
 def summary(paths: Sequence[Path]) -> str:
     """The Markdown summary of the runs in ``paths`` (in that order)."""
     loaded = [load(path) for path in paths]
-    runs = [run for _, run in loaded]
+    runs = [_with_own_cpu(run) for _, run in loaded]
     brokers = sorted({data["settings"].get("broker", "?") for data, _ in loaded})
     dates = [data["measured_at"] for data, _ in loaded]
     codes = sorted({row["code"] for run in runs for row in run.values() if row.get("code")})
@@ -129,6 +141,14 @@ def summary(paths: Sequence[Path]) -> str:
         "p99 ms at half load:",
         "",
         *table(runs, "p99_ms", ratio=False),
+        "",
+        "CPU ms per 1,000 events, the worker's (the relay's in its row):",
+        "",
+        *table(runs, OWN_CPU, ratio=False),
+        "",
+        "CPU ms per 1,000 events, the database backends':",
+        "",
+        *table(runs, "database_cpu_ms_per_1k", ratio=False),
         "",
         "| Target | Met in |",
         "|---|---|",

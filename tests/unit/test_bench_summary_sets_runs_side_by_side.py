@@ -1,7 +1,8 @@
 """``python -m bench.summary`` sets several runs' results side by side.
 
 Contract (``bench.summary``): one row per scenario with each run's events/s and ratio
-to that run's bare agent, and their median; p99 in a table of its own; each target
+to that run's bare agent, and their median; p99, and the CPU per 1,000 events of the
+worker (the relay's in its row) and of the database, in tables of their own; each target
 with the runs that met it. A row whose balances did not match is marked and never
 meets a target; a run without a scenario is counted apart.
 """
@@ -35,6 +36,16 @@ def results(path: Path, one: float, bare: float = 20_000, correct: bool = True) 
             "p99_ms": 95.0,
             "peak_rss_mb": 150.0,
             "code": "abc",
+            "worker_cpu_ms_per_1k": 60_000 / one,
+            "database_cpu_ms_per_1k": 30.0,
+        },
+        {
+            "name": "relay",
+            "label": "relay, 1 process",
+            "events_per_s": 12_000.0,
+            "correct": True,
+            "relay_cpu_ms_per_1k": 50.0,
+            "database_cpu_ms_per_1k": 40.0,
         },
     ]
     data = {
@@ -62,6 +73,10 @@ def test_each_run_its_median_and_the_targets_met(tmp_path: Path) -> None:
     assert "| one consumer: p99 at half load under 100 ms | 2 of 2 runs (1 without it) |" in text
     assert "| three consumers: at least 0.7x | 0 of 0 runs (3 without it) |" in text
     assert "| peak RSS of a worker under 200 MB | 3 of 3 runs |" in text
+    # CPU per 1,000 events: the worker's, the relay's in its row; the database's.
+    assert "| framework, 1 consumer | 3 | 6 | 2 (wrong) | 3 |" in text
+    assert "| relay, 1 process | 50 | 50 | 50 | 50 |" in text
+    assert "| relay, 1 process | 40 | 40 | 40 | 40 |" in text
 
 
 def test_a_missing_file_is_named_without_a_traceback(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
