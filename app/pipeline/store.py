@@ -9,9 +9,9 @@ partition's new owner). Their batches must serialise per aggregate:
 - PostgreSQL, optimistically: ``read_versions`` reads the rows and the ``xmin`` of
   each (the transaction that wrote it) without a lock; ``save`` first writes every
   aggregate the batch advanced or parked an event of, only where the row is still
-  the one read (``bulk.update_from(..., if_unchanged=True)``; a missing row is inserted, and
-  a duplicate key says it appeared). A row another transaction wrote meanwhile fails the batch with
-  ``VersionConflict``: it is rolled back and run again, and reads what the other
+  the one read (``bulk.update_from(..., if_unchanged=True)``; a missing row is inserted,
+  and a duplicate key says it appeared). A row another transaction wrote meanwhile fails
+  the batch with ``VersionConflict``: it is rolled back and run again, and reads what the other
   committed. A version row is written once per batch instead of locked and then
   written; stale and duplicate events need no write (what they rest on is committed
   and only moves forward).
@@ -364,8 +364,8 @@ class ConsumerStore:
             )
 
     async def _claim(self, table: Table, rows: list[dict[str, Any]]) -> None:
-        """Insert dedup (or parked) records; ``VersionConflict`` if another transaction
-        committed one of them since ``seen_event_ids`` read them.
+        """Insert dedup (or parked) records, or version rows nobody had; ``VersionConflict``
+        if another transaction committed one of them since the batch read them.
 
         An event without ``aggregateVersion`` claims no version row, so nothing else
         tells two workers holding it (a rebalance's zombie and the new owner, a retry
@@ -412,17 +412,10 @@ class ConsumerStore:
             result = await self.session.execute(update, params, execution_options=_NO_SYNC)
             _expect(result, len(rows), "changed")
         if missing:
-            # A plain insert: a row that appeared meanwhile is a duplicate key, and the
-            # batch runs again. ``ON CONFLICT DO NOTHING`` would probe the key first and
-            # log a speculative insert: a third more of the server's time per new row.
-            rows = self._new_version_rows(missing, stamp)
-            insert = bulk.insert(aggregate_version, bulk.columns_of(rows))
-            try:
-                await self.session.execute(insert, bulk.params(aggregate_version, rows))
-            except IntegrityError as exc:
-                if not is_unique_violation(exc):
-                    raise
-                raise VersionConflict("version row(s) appeared meanwhile") from exc
+            # A plain insert, as a dedup record's: a row that appeared meanwhile is a
+            # duplicate key. ``ON CONFLICT DO NOTHING`` would probe the key first and log
+            # a speculative insert: a third more of the server's time per new row.
+            await self._claim(aggregate_version, self._new_version_rows(missing, stamp))
 
 
 def _expect(result: Any, count: int, what: str) -> None:
