@@ -1,8 +1,9 @@
 """CPU time a row costs: of one process (a worker, a relay) and of the PostgreSQL backends
 connected to the bench's database, over the row's window (``/proc/<pid>/stat``).
 
-Throughput alone moves with the shared machine's hour; the CPU time per 1,000 events
-moves much less, so it is what tells two versions of the code apart in one hour.
+Events/s say how fast; these say where the work went, the worker's side or the
+database's. On a shared machine both move with the hour; the split between the two
+sides moves less.
 """
 
 from __future__ import annotations

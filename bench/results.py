@@ -56,8 +56,8 @@ METHOD = {
     "cpu_ms_per_1k": (
         "worker_cpu_ms_per_1k and database_cpu_ms_per_1k (throughput rows): the CPU time "
         "(/proc/<pid>/stat) of the worker process and of the PostgreSQL backends connected "
-        "to the bench's database over the row's window, per 1,000 events. They move far "
-        "less with the shared machine's hour than events/s do."
+        "to the bench's database over the row's window, per 1,000 events: where the work "
+        "went. On a shared machine they move with the hour too; their split moves less."
     ),
     "relay": (
         "The workload's distinct events written to an empty outbox (transactions of 5,000 "

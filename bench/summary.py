@@ -117,10 +117,12 @@ OWN_CPU = "own_cpu_ms_per_1k"  # the worker's CPU per 1,000 events, the relay's 
 
 def _with_own_cpu(run: Run) -> Run:
     """``run`` with each row's own process's CPU per 1,000 events under ``OWN_CPU``."""
-    return {
-        name: row | {OWN_CPU: row.get("worker_cpu_ms_per_1k") or row.get("relay_cpu_ms_per_1k")}
-        for name, row in run.items()
-    }
+    return {name: row | {OWN_CPU: _own_cpu(row)} for name, row in run.items()}
+
+
+def _own_cpu(row: dict[str, Any]) -> float | None:
+    worker = row.get("worker_cpu_ms_per_1k")
+    return worker if worker is not None else row.get("relay_cpu_ms_per_1k")
 
 
 def summary(paths: Sequence[Path]) -> str:
