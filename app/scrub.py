@@ -12,6 +12,10 @@ removes what an exception copies there without meaning to:
   ``Incorrect ... value: '...'``, a value the driver or server could not read;
 - the password of any URL, and each secret given (the settings' passwords).
 
+It also writes a NUL as ``\\x00``: an exception may quote its input (pydantic's message
+for a malformed UUID does), and PostgreSQL refuses a NUL in any text column, so the
+failure could not be recorded.
+
 What remains is the error, the statement with its placeholders, and the names of
 columns, keys and constraints: what finds the bug.
 """
@@ -47,4 +51,4 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     text = _URL_PASSWORD.sub(rf"\g<1>{HIDDEN}@", text)
     for pattern, replacement in _VALUES:
         text = pattern.sub(replacement, text)
-    return text
+    return text.replace("\x00", "\\x00")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-from app.db.tables import BIGINT_MAX, INTEGER_MAX
+from app.db.tables import BIGINT_MAX, INTEGER_MAX, TOPIC
 from app.errors import InvalidHeaderError
 from app.records import RawRecord
 from dlq import headers as h
+
+# What Kafka accepts as a topic name (``failed_event.topic`` holds 249 characters too).
+_TOPIC_NAME = re.compile(rf"[A-Za-z0-9._-]{{1,{TOPIC}}}")
 
 
 class Trip(NamedTuple):
@@ -75,6 +79,8 @@ class Trip(NamedTuple):
         original_topic = text(h.DLT_ORIGINAL_TOPIC)
         partition, offset = record.partition, record.offset
         if original_topic:
+            if not _TOPIC_NAME.fullmatch(original_topic):
+                raise _malformed(h.DLT_ORIGINAL_TOPIC, original_topic, "a Kafka topic name")
             partition = _default(number(h.DLT_ORIGINAL_PARTITION), partition)
             offset = _default(number(h.DLT_ORIGINAL_OFFSET, BIGINT_MAX), offset)
         timestamp = number(h.DLT_ORIGINAL_TIMESTAMP, BIGINT_MAX)

@@ -289,7 +289,13 @@ class BatchProcessor:
                 # A record recorded before (read again after a crash, before its offset was
                 # committed) has its DLT record in the outbox already: written with its row.
                 recorded = await recorded_failures(session, [r.row for r in routed])
-                fresh = [r for r in routed if failure_key(r.row) not in recorded]
+                fresh = []
+                for r in routed:
+                    # Two records naming one origin (a DLT record replayed twice) are one
+                    # failure: the first is recorded, the second was dead-lettered before.
+                    if (key := failure_key(r.row)) not in recorded:
+                        recorded.add(key)
+                        fresh.append(r)
                 try:
                     await insert_rows(session, failed_event, [r.row for r in fresh])
                 except IntegrityError as exc:

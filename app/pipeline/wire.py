@@ -8,11 +8,11 @@ in it (the shapes are those Debezium's outbox event router emits, see the README
   way); either one inside ``{"schema": ..., "payload": ...}`` (JsonConverter with
   ``schemas.enable=true``);
 - key and headers: UTF-8 text as it is, JSON-quoted (``"100001"``), or
-  schema-wrapped.
+  schema-wrapped; a JSON ``null`` is no value.
 
-Fields the value lacks (absent or null under both of the names the models accept,
-camelCase and snake_case) are taken from the record (``SOURCES``, the one
-definition both decode paths read):
+Fields the value lacks (absent, null or "" under both of the names the models
+accept, camelCase and snake_case) are taken from the record (``SOURCES``, the one
+definition both decode paths read), and stored under the camelCase name:
 
 ==============  ===========================================================
 eventId         the ``id`` header (the outbox event router's event id)
@@ -87,11 +87,19 @@ def envelope_object(record: RawRecord, default_aggregate_type: str) -> dict[str,
     ``InvalidSchemaError`` when a field it lacks is in a key or header that is no text."""
     raw = _object(record.value)
     for source in SOURCES:
-        if raw.get(source.field) is None and raw.get(source.name) is None:
-            found = from_record(record, source, default_aggregate_type)
+        if raw.get(source.field) in _ABSENT:
+            # Under its snake_case name, else from the record: the one name every reader uses.
+            found = raw.pop(source.name, None)
+            if found in _ABSENT:
+                found = from_record(record, source, default_aggregate_type)
             if found is not None:
                 raw[source.field] = found
     return raw
+
+
+# A field a producer left empty: a JSON null, or "" (a Go struct's zero value without
+# ``omitempty``); the record's key or header, or the default, supplies it then.
+_ABSENT = (None, "")
 
 
 def from_record(record: RawRecord, source: Source, default_aggregate_type: str) -> str | None:
@@ -173,11 +181,13 @@ def _header(record: RawRecord, header: str, field: str) -> str | None:
 
 def _text(data: bytes, what: str) -> str | None:
     """Key or header bytes as text: as they are, JSON-quoted, or schema-wrapped; ``None``
-    for a wrapped null."""
+    for a null, bare or wrapped."""
     try:
         text = data.decode()
     except UnicodeDecodeError:
         raise InvalidSchemaError(f"{what} is not UTF-8 text") from None
+    if data == b"null":
+        return None  # JSON's null: Kafka Connect's JsonConverter, Go's json.Marshal(nil)
     if data[:1] not in (b'"', b"{"):
         return text
     try:

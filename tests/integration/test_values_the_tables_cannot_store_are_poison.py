@@ -9,9 +9,19 @@ text), and an id longer than its column are each dead-lettered once as
 good events of the same batch apply, and the batch is never re-run in place.
 Before, the envelope accepted them, the dedup lookup or the version write
 raised, and every owner of the partition crashed on the record, again and again.
+
+So are the failure's own texts: a handler's exception whose message holds a NUL
+(pydantic quotes a malformed UUID that way) is recorded with the NUL written
+``\\x00``; a ``dlt-original-topic`` header that is no Kafka topic name (longer
+than the column, or holding a NUL) makes the record ``invalid-header`` poison. Two
+poison records naming the same origin in one batch (a DLT record replayed twice)
+are recorded and dead-lettered once, the second as dead-lettered before, instead
+of breaking the key and running the batch again for ever.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import orjson
 import pytest
@@ -91,3 +101,103 @@ async def test_an_unstorable_value_is_dead_lettered_and_the_batch_applies(
     assert f"envelope: {field}: " in header_map(dead)["dlt-exception-message"]
     [row] = await db.failed()
     assert (row["reason"], row["offset"], row["record_value"]) == ("invalid-schema", 1, bad.value)
+
+
+def _processor(engine: AsyncEngine, registry: Registry) -> BatchProcessor:
+    return BatchProcessor(
+        session_factory(engine),
+        registry,
+        FailureRouter(RetryPolicy(TOPIC, ())),
+        backoff=NoPause(),
+        concurrent_consumers=False,
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_handler_error_quoting_a_nul_is_recorded(engine: AsyncEngine) -> None:
+    registry, records, db, outbox = Registry(), Records(), Db(engine), Outbox(engine)
+
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        if event.event_id == "e2":
+            raise ValueError("orderId: found `\x00` at 1")
+        await write_effect(event, ctx)
+
+    batch = [
+        records.event("e1", version=1),
+        records.event("e2", version=2),
+        records.event("e3", aggregate_id="o-2", version=1),
+    ]
+    outcomes = await asyncio.wait_for(_processor(engine, registry).process(batch), 60)
+
+    assert sorted((o.kind, o.event_id) for o in outcomes) == [
+        (Kind.APPLIED, "e1"),
+        (Kind.APPLIED, "e3"),
+        (Kind.DEAD_LETTERED, "e2"),
+    ]
+    [dead] = await outbox.records()
+    assert header_map(dead)["dlt-exception-message"] == "orderId: found `\\x00` at 1"
+    [row] = await db.failed("points")
+    assert row["exception_message"] == "orderId: found `\\x00` at 1"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    "topic", [b"t" * 250, b"orders\x00", b"my orders"], ids=["too-long", "nul", "space"]
+)
+async def test_an_original_topic_that_is_no_topic_name_is_invalid_header(
+    engine: AsyncEngine, topic: bytes
+) -> None:
+    registry, records, db, outbox = Registry(), Records(), Db(engine), Outbox(engine)
+
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    source = records.event("e2", version=1)
+    bad = source._replace(headers=(("dlt-original-topic", topic), ("dlt-original-offset", b"4")))
+    good = records.event("e3", aggregate_id="o-2", version=1)
+
+    outcomes = await asyncio.wait_for(_processor(engine, registry).process([bad, good]), 60)
+
+    assert [(o.kind, o.event_id) for o in outcomes] == [
+        (Kind.POISON, None),
+        (Kind.APPLIED, "e3"),
+    ]
+    [dead] = await outbox.records()
+    assert header_map(dead)["dlt-reason"] == "invalid-header"
+    [row] = await db.failed()
+    assert (row["reason"], row["topic"], row["offset"]) == ("invalid-header", TOPIC, bad.offset)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_poison_replayed_twice_into_one_batch_is_recorded_once(engine: AsyncEngine) -> None:
+    registry, records, db, outbox = Registry(), Records(), Db(engine), Outbox(engine)
+
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def points(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+
+    origin = (
+        ("dlt-original-topic", TOPIC.encode()),
+        ("dlt-original-partition", b"0"),
+        ("dlt-original-offset", b"41"),
+        ("dlt-replay-count", b"1"),
+    )
+    first = records.raw(b"{still not json", headers=origin)
+    second = records.raw(b"{still not json", headers=origin)
+    good = records.event("e3", version=1)
+
+    outcomes = await asyncio.wait_for(
+        _processor(engine, registry).process([first, second, good]), 60
+    )
+
+    assert [(o.kind, o.event_id) for o in outcomes] == [
+        (Kind.POISON, None),
+        (Kind.POISON, None),
+        (Kind.APPLIED, "e3"),
+    ]
+    [dead] = await outbox.records()
+    assert header_map(dead)["dlt-original-offset"] == "41"
+    [row] = await db.failed()
+    assert (row["topic"], row["offset"], row["status"]) == (TOPIC, 41, "dead")
