@@ -40,15 +40,30 @@ _NAME_MISMATCH = {62, 64}
 
 
 def bootstrap_servers(broker_url: str) -> list[str]:
-    """faust's ``kafka://h1:9092;kafka://h2:9092`` (or ``,``) → ``["h1:9092", "h2:9092"]``."""
+    """faust's ``kafka://h1:9092;kafka://h2:9092`` (or ``,``) → ``["h1:9092", "h2:9092"]``;
+    a server without a port gets Kafka's, 9092, as faust and aiokafka give it."""
     servers = []
     for part in broker_url.replace(",", ";").split(";"):
         part = part.strip()
         if part:
-            servers.append(part.split("://", 1)[-1].rstrip("/"))
+            servers.append(_with_port(part.split("://", 1)[-1].rstrip("/")))
     if not servers:
         raise ConfigurationError(f"BROKER_URL names no broker: {broker_url!r}")
     return servers
+
+
+DEFAULT_PORT = 9092
+
+
+def _with_port(server: str) -> str:
+    host, colon, port = server.rpartition(":")
+    if not colon or host.endswith(":") or port.endswith("]"):  # no port; an IPv6 address
+        return f"{server}:{DEFAULT_PORT}"
+    if not port.isdigit() or not 0 < int(port) < 65_536:
+        raise ConfigurationError(
+            f"BROKER_URL: the port of {server!r} is not a number from 1 to 65535"
+        )
+    return server
 
 
 class KafkaClients:

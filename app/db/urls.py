@@ -61,6 +61,13 @@ def check_parts(url: str) -> None:
         raise ValueError("the port of the database URL is not between 1 and 65535")
     if parsed.host is not None and any(c.isspace() for c in parsed.host):
         raise ValueError(f"the host of the database URL contains a space {_NOT_SHOWN}")
+    if parsed.host is not None and "@" in parsed.host:
+        # SQLAlchemy ends the password at its first "@": the rest would be taken for the
+        # host (never reached) and printed with it.
+        raise ValueError(
+            "the database URL holds an '@' in its password or user name: write it "
+            f"percent-encoded, as %40 {_NOT_SHOWN}"
+        )
 
 
 def shown(url: str) -> str:

@@ -4,7 +4,9 @@ Contract: ``normalise_database_url`` maps ``postgres://`` and ``postgresql://``
 to ``postgresql+asyncpg://``, ``mysql://`` and ``mariadb://`` to
 ``mysql+aiomysql://`` and ``sqlite://`` to ``sqlite+aiosqlite://`` (scheme case
 ignored), keeping the rest of the URL byte for byte; a URL that already names
-a driver is returned unchanged; anything else is a ``ValueError``.
+a driver is returned unchanged; anything else is a ``ValueError``, and so is an
+``@`` left unencoded in a password (SQLAlchemy would take the rest for the host,
+print it and wait for a host that never answers), without quoting the password.
 """
 
 from __future__ import annotations
@@ -61,3 +63,21 @@ def test_a_url_naming_its_driver_is_kept(url: str) -> None:
 def test_anything_else_is_rejected(url: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         normalise_database_url(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql://app:s3cr@tpass@db.example/orders", "mysql://root:r00t@xyzzy@db/orders"]
+)
+def test_an_unencoded_at_sign_in_the_password_is_refused_without_showing_it(url: str) -> None:
+    with pytest.raises(ValueError, match="percent-encoded, as %40") as caught:
+        normalise_database_url(url)
+
+    password = url.split("://")[1].split(":")[1].rsplit("@", 1)[0]
+    assert password not in str(caught.value)
+    assert password.split("@")[1] not in str(caught.value)  # the part taken for the host
+
+
+def test_an_at_sign_written_as_percent_40_is_kept() -> None:
+    url = "postgresql://app:s3cr%40tpass@db.example/orders"
+
+    assert normalise_database_url(url) == "postgresql+asyncpg://app:s3cr%40tpass@db.example/orders"
