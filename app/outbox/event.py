@@ -43,24 +43,32 @@ class NewEvent:
     ``topic`` is where it goes; ``aggregate_type`` and ``aggregate_id`` are the unit of
     ordering (the relay publishes an aggregate's events in the order they were added);
     ``aggregate_version`` lets consumers put them in order again whatever happens.
+    ``aggregate_id``, ``event_id`` and ``key`` may be given as integers (an order's
+    numeric primary key): they are kept as their decimal text, as consumers read ids.
     """
 
     topic: str
     event_type: str
     aggregate_type: str
-    aggregate_id: str
+    aggregate_id: str | int
     data: Mapping[str, Any] | BaseModel
     aggregate_version: int | None = None
     event_version: int = 1
-    key: str | None = None
+    key: str | int | None = None
     headers: Mapping[str, str] | None = None
-    event_id: str | None = None
+    event_id: str | int | None = None
     occurred_at: datetime | None = None
     trace_id: str | None = None
     correlation_id: str | None = None
     causation_id: str | None = None
     tenant_id: str | None = None
     source: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("aggregate_id", "event_id", "key"):
+            value = getattr(self, name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                object.__setattr__(self, name, str(value))
 
     def envelope(self, event_id: str, occurred_at: datetime) -> dict[str, Any]:
         """The envelope consumers read, as a camelCase mapping."""
@@ -92,7 +100,7 @@ class NewEvent:
     def row(self, now: datetime) -> dict[str, Any]:
         """The ``outbox_event`` row; raises ``InvalidOutboxEvent`` for what no row can hold."""
         self.check()
-        event_id = self.event_id or new_event_id()
+        event_id = str(self.event_id or new_event_id())  # text since __post_init__
         try:
             payload = orjson.dumps(self.envelope(event_id, self.occurred_at or now), default=_json)
         except orjson.JSONEncodeError as exc:
@@ -116,7 +124,7 @@ class NewEvent:
     def check(self) -> None:
         """Raise ``InvalidOutboxEvent`` naming every field the row cannot take."""
         problems = [
-            f"{name} must be 1 to {limit} characters, got {value!r}"
+            f"{name} must be text of 1 to {limit} characters (or an integer), got {value!r}"
             for name, value, limit in (
                 ("topic", self.topic, OUTBOX_TOPIC),
                 ("event_type", self.event_type, OUTBOX_EVENT_TYPE),

@@ -3,7 +3,9 @@
 Contract (``app.outbox.event``): the envelope is camelCase with ``eventId`` (a UUIDv7
 unless given), ``occurredAt`` in UTC, ``eventVersion``, ``aggregateVersion`` only when
 given, the optional tracing fields only when set, and ``data`` from a mapping or a
-pydantic model, decimals as their exact text. A field too long for its column, an
+pydantic model, decimals as their exact text. An aggregate id, event id or key given
+as an integer (a table's numeric key) is kept as its decimal text, as consumers read
+ids (a boolean is no id). A field too long for its column, an
 empty one, a version below 1, headers that are not text, data that is not JSON, or
 the framework's own aggregate type raise ``InvalidOutboxEvent`` (a ``ValueError``)
 naming every problem, before anything is written.
@@ -72,10 +74,26 @@ def test_every_problem_is_named_at_once() -> None:
     with pytest.raises(InvalidOutboxEvent) as raised:
         event.row(NOW)
     message = str(raised.value)
-    for part in ("topic must be 1 to 128", "aggregate_id must be 1 to 64", "framework's own",
+    for part in ("topic must be text of 1 to 128", "aggregate_id must be text of 1 to 64",
+                 "framework's own",
                  "aggregate_version counts from 1", "headers must map"):  # fmt: skip
         assert part in message
     assert isinstance(raised.value, ValueError)
+
+
+def test_integer_ids_are_kept_as_their_text() -> None:
+    event = NewEvent("orders", "OrderPaid", "Order", 1001, {}, event_id=42, key=7)
+
+    row = event.row(NOW)
+
+    assert (row["aggregate_id"], row["event_id"], row["event_key"]) == ("1001", "42", "7")
+    envelope = orjson.loads(row["payload"])
+    assert (envelope["aggregateId"], envelope["eventId"]) == ("1001", "42")
+
+
+def test_a_boolean_is_no_id() -> None:
+    with pytest.raises(InvalidOutboxEvent, match="aggregate_id must be text"):
+        NewEvent("orders", "OrderPaid", "Order", True, {}).row(NOW)
 
 
 def test_data_that_is_not_json_is_refused() -> None:
