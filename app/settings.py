@@ -20,6 +20,7 @@ from app.broker_settings import BrokerSecuritySettings
 from app.db.tables import AGG_TYPE, OUTBOX_TOPIC
 from app.db.timeouts import DbTimeouts
 from app.db.urls import normalise_database_url
+from app.extras import require
 from app.failure_detail import FailureDetail
 from dlq.topics import dlt_topic, retry_topic
 from schemas.ids import NO_CONTROL_CHARACTERS
@@ -231,7 +232,7 @@ REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 def check_redis_url(url: str) -> None:
     """``ValueError`` (without quoting ``url``, which may hold a password) unless redis-py
-    can read it: one of its schemes, and a numeric port."""
+    can read it: one of its schemes, and a numeric port; redis-py installed."""
     parts = urlsplit(url)
     if parts.scheme not in REDIS_SCHEMES:
         raise ValueError(
@@ -242,6 +243,7 @@ def check_redis_url(url: str) -> None:
         parts.port  # noqa: B018 - urlsplit checks the port only when asked for it
     except ValueError:
         raise ValueError("the port of the Redis URL is not a number between 0 and 65535") from None
+    require("redis", "redis", "REDIS_URL")
 
 
 def _names(text: str) -> list[str]:

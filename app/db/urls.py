@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlalchemy.engine import make_url
 
 from app.db import connect_options
+from app.extras import require
 
 _ASYNC_DRIVERS = {
     "postgres": "postgresql+asyncpg",
@@ -19,14 +20,20 @@ _ASYNC_DRIVERS = {
     "sqlite": "sqlite+aiosqlite",
 }
 _NOT_SHOWN = "(the value is not shown: it may hold a password)"
+# The drivers of the optional extras: (module, extra, what the URL is).
+_EXTRAS = {
+    "postgresql+asyncpg": ("asyncpg", "postgres", "a PostgreSQL database URL"),
+    "mysql+aiomysql": ("aiomysql", "mysql", "a MySQL or MariaDB database URL"),
+}
 
 
 def normalise_database_url(url: str) -> str:
     """Pick the async driver for a plain ``postgres://``, ``mysql://`` or ``sqlite://`` URL.
 
     A URL that already names a driver (``postgresql+asyncpg://``) is kept as it is.
-    Raises ``ValueError`` for anything that is not a usable URL, without quoting it, and
-    for a TLS parameter that cannot be used (its files are read here: see ``app.db.tls``).
+    Raises ``ValueError`` for anything that is not a usable URL, without quoting it, for a
+    driver that is not installed (naming the extra that brings it), and for a TLS
+    parameter that cannot be used (its files are read here: see ``app.db.tls``).
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
@@ -44,6 +51,9 @@ def normalise_database_url(url: str) -> str:
             )
         normalised = f"{driver}://{rest}"
     check_parts(normalised)
+    extra = _EXTRAS.get(normalised.partition("://")[0].lower())
+    if extra is not None:
+        require(*extra)
     connect_options.read(normalised)
     return normalised
 
