@@ -18,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.engine import create_engine
 from app.db.retention import Cleaned, Retention, clean
+from app.db.timeouts import DbTimeouts
 from app.db.urls import shown
 from app.settings import Settings, describe
 
@@ -35,7 +36,7 @@ def cleanup() -> None:
         _fail("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
     retention = Retention.of(settings)
     try:
-        cleaned = asyncio.run(_clean(settings.database_url, retention))
+        cleaned = asyncio.run(_clean(settings.database_url, retention, settings.db_timeouts))
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
         where = shown(settings.database_url)
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -57,8 +58,8 @@ def _span(length: timedelta) -> str:
     return f"{seconds}s"
 
 
-async def _clean(url: str, retention: Retention) -> Cleaned:
-    engine = create_engine(url, pool_size=1)
+async def _clean(url: str, retention: Retention, timeouts: DbTimeouts) -> Cleaned:
+    engine = create_engine(url, pool_size=1, timeouts=timeouts)
     try:
         return await clean(engine, retention)
     finally:
