@@ -3,11 +3,12 @@
 Several may run at once, against one database, in any number of processes. On
 SIGTERM (or Ctrl-C) the relay finishes the rows in hand (``RELAY_STOP_GRACE_SECONDS``),
 hands back the rows it never sent, marks the rest as the producer's close leaves
-them, and exits 0. Prometheus metrics are served on
-``RELAY_METRICS_PORT`` (``0``: none). A setting it cannot use (an invalid value, a
-busy metrics port, a broker that refuses an idempotent producer, a database that
-refuses the TLS its URL asks for) is one line on stderr and exit code 2; an unreachable
-database or broker is waited for, one log line per attempt.
+them, and exits 0. Prometheus metrics (``/metrics``) and readiness (``/ready``,
+``app.outbox.relay_web``) are served on ``RELAY_METRICS_PORT`` (``0``: neither). A
+setting it cannot use (an invalid value, a busy metrics port, a broker that refuses an
+idempotent producer, a database that refuses the TLS its URL asks for) is one line on
+stderr and exit code 2; an unreachable database or broker is waited for, one log line
+per attempt (``/ready`` says so once no cycle ended for ``RELAY_STALL_SECONDS``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from typing import NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -41,39 +43,35 @@ def relay() -> None:
     except DatabaseRefused as exc:
         _fail(str(exc))
     configure_process_logging(settings)
-    if settings.relay_metrics_port:
-        _serve_metrics(settings.relay_metrics_port)
     code = asyncio.run(_run(settings))
     raise typer.Exit(code)
 
 
 async def _run(settings: Settings) -> int:
+    from app.outbox.relay_web import RelayPort
     from app.outbox.runner import RelayRunner
 
+    port = RelayPort()
+    if settings.relay_metrics_port:
+        try:
+            await port.start(settings.relay_metrics_port)
+        except OSError as exc:
+            _fail(
+                f"cannot serve metrics on port {settings.relay_metrics_port} "
+                f"({exc.strerror or exc}); set RELAY_METRICS_PORT to a free port, or 0 for none"
+            )
     runner = RelayRunner(settings)
+    port.health = runner.health
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, runner.relay.stop)
     runner.start()
     await runner.wait()
     await runner.stop()
+    await port.stop()
     return 2 if runner.failure is not None else 0
 
 
-def _serve_metrics(port: int) -> None:
-    from prometheus_client import start_http_server
-
-    from app.metrics import REGISTRY
-
-    try:
-        start_http_server(port, registry=REGISTRY)
-    except OSError as exc:
-        _fail(
-            f"cannot serve metrics on port {port} ({exc.strerror or exc}); "
-            "set RELAY_METRICS_PORT to a free port, or 0 for none"
-        )
-
-
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     print(f"effectively-once relay: {message}", file=sys.stderr)
     raise SystemExit(2)

@@ -1,0 +1,59 @@
+"""The standalone relay's port (``RELAY_METRICS_PORT``): ``/metrics`` and ``/ready``.
+
+``/ready`` answers as the ``relay`` check of a worker's ``/ready`` does
+(``RelayRunner.health``): 200 while the relay runs and its cycles end; 503, with why,
+when a setting or ACL of the broker refuses it, a topic its rows need is missing, or
+no cycle ended for ``RELAY_STALL_SECONDS`` (a database or broker out of reach, a cycle
+that hangs). The body is the worker's: ``status``, ``failed``, ``checks``. The port is
+taken before the relay starts, so a busy one stops the start with nothing opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app.metrics import REGISTRY
+from app.monitoring import readiness
+
+
+def _starting() -> readiness.Check:
+    return readiness.Check("relay", False, "the relay is starting")
+
+
+class RelayPort:
+    """``/metrics`` and ``/ready`` on one port; ``/ready`` asks ``health`` once it is set."""
+
+    def __init__(self) -> None:
+        self.health: Callable[[], readiness.Check] = _starting
+        self._runner: web.AppRunner | None = None
+
+    async def start(self, port: int) -> None:
+        """Listen on ``port`` (every address); ``OSError`` if it is taken."""
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/ready", self._ready)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, port=port).start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+
+    async def stop(self) -> None:
+        """Stop listening."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    async def _ready(self, _request: web.Request) -> web.Response:
+        report = readiness.Readiness((self.health(),))
+        return web.json_response(report.body(), status=200 if report.ok else 503)
