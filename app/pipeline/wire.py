@@ -135,12 +135,23 @@ def with_aggregate(
     return b"{" + front + value[1:]
 
 
+TOMBSTONE_MESSAGE = (
+    "the record has no value (a tombstone: a delete marker for log compaction, no event; "
+    "Debezium's outbox event router writes one for an empty payload with "
+    "route.tombstone.on.empty.payload=true)"
+)
+
+
 def _object(value: bytes | None) -> dict[str, Any]:
+    if value is None:
+        raise UndecodableError(TOMBSTONE_MESSAGE)
     try:
-        raw: Any = orjson.loads(value or b"")
+        raw: Any = orjson.loads(value)
     except orjson.JSONDecodeError as exc:
-        if value and value.startswith(STRUCT):
+        if value.startswith(STRUCT):
             raise UndecodableError(STRUCT_MESSAGE) from None
+        if not value:
+            raise UndecodableError("the record's value is empty (0 bytes), not JSON") from None
         raise UndecodableError(f"value is not JSON: {exc}") from None
     if _schema_wrapped(raw):
         raw = raw["payload"]

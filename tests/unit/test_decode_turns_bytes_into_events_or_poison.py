@@ -109,8 +109,8 @@ def test_unknown_fields_in_the_envelope_and_the_payload_are_ignored() -> None:
 
 POISON = [
     pytest.param(b"{nope", UndecodableError, "not JSON", id="not-json"),
-    pytest.param(b"", UndecodableError, "not JSON", id="empty"),
-    pytest.param(None, UndecodableError, "not JSON", id="tombstone"),
+    pytest.param(b"", UndecodableError, "value is empty (0 bytes), not JSON", id="empty"),
+    pytest.param(None, UndecodableError, "no value (a tombstone: a delete marker", id="tombstone"),
     pytest.param(b"\xff\xfe\x00", UndecodableError, "not JSON", id="binary"),
     pytest.param(b"[1, 2]", UndecodableError, "JSON list, not an object", id="array"),
     pytest.param(b"42", UndecodableError, "JSON int, not an object", id="number"),
