@@ -209,5 +209,12 @@ def _text(data: bytes, what: str) -> str | None:
         parsed = parsed["payload"]
         if parsed is None:
             return None
+        found = id_text(parsed)
+        if found is None:  # a struct, a boolean, a Decimal's base64...: no id
+            raise InvalidSchemaError(
+                f"{what} is a Kafka Connect value holding JSON {type(parsed).__name__}, "
+                "not text or an integer"
+            )
+        return found
     found = id_text(parsed)
     return text if found is None else found

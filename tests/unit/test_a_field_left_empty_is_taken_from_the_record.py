@@ -8,7 +8,9 @@ holding JSON's ``null`` (Kafka Connect's JsonConverter for a NULL column, Go's
 ``json.Marshal(nil)``) is no value: never the text ``"null"``, so keyless events
 do not share one aggregate. A field under its snake_case name is read by both
 decode paths (the one the Redis prefilter takes too) as its camelCase one. With
-nothing to supply it, an empty field stays poison.
+nothing to supply it, an empty field stays poison; so does a schema-wrapped key that
+holds no id (a struct, a boolean, a number with a fraction), its type named, instead of
+the wrapper's JSON text taken for the id.
 """
 
 from __future__ import annotations
@@ -117,3 +119,21 @@ def test_a_snake_case_event_id_is_read_by_both_paths() -> None:
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
+
+
+@pytest.mark.parametrize(
+    ("key", "kind"),
+    [
+        (b'{"schema": {"type": "boolean"}, "payload": true}', "bool"),
+        (b'{"schema": {"type": "struct"}, "payload": {"id": 7}}', "dict"),
+        (b'{"schema": {"type": "double"}, "payload": 7.5}', "float"),
+    ],
+)
+def test_a_wrapped_key_holding_no_id_is_poison_naming_its_type(key: bytes, kind: str) -> None:
+    value = {name: v for name, v in ENVELOPE.items() if name != "aggregateId"}
+
+    for result in both_paths(record(value, key=key)):
+        assert isinstance(result, Poison)
+        assert f"a Kafka Connect value holding JSON {kind}, not text or an integer" in str(
+            result.error
+        )
