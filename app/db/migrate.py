@@ -168,15 +168,15 @@ def main(argv: list[str] | None = None) -> None:
     except ValidationError as exc:
         _exit(f"invalid settings: {'; '.join(describe(exc))}")
     url = settings.database_url
-    if "handler_modules" not in settings.model_fields_set:
-        print(
-            "effectively-once migrate: HANDLER_MODULES is not set: the bundled example "
-            f"consumers' tables (package {settings.handler_modules!r}) are migrated too; "
-            "set HANDLER_MODULES to your own package",
-            file=sys.stderr,
-        )
     try:
         upgrade_to_head_sync(url, settings.handler_module_names)
+        if "handler_modules" not in settings.model_fields_set:
+            print(
+                "effectively-once migrate: HANDLER_MODULES is not set: the bundled example "
+                f"consumers' tables (package {settings.handler_modules!r}) were migrated too; "
+                "set HANDLER_MODULES to your own package",
+                file=sys.stderr,
+            )
         if options.new_identity:
             print(f"{shown(url)}: new identity {asyncio.run(_renew(url))}")
     except ConfigurationError as exc:

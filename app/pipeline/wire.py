@@ -31,6 +31,7 @@ from collections.abc import Collection
 from typing import Any, NamedTuple
 
 import orjson
+from pydantic_core import from_json
 
 from app.errors import InvalidSchemaError, UndecodableError
 from app.records import RawRecord
@@ -142,12 +143,19 @@ TOMBSTONE_MESSAGE = (
 )
 
 
+def _loads(data: bytes | str) -> Any:
+    """JSON as Python, integers exact at any size (orjson reads one beyond 64 bits as a
+    float, which no id may be: the one-pass decode, pydantic's, keeps them, and both
+    paths must agree); ``NaN`` and ``Infinity`` are no JSON. ``ValueError`` if it is none."""
+    return from_json(data, allow_inf_nan=False)
+
+
 def _object(value: bytes | None) -> dict[str, Any]:
     if value is None:
         raise UndecodableError(TOMBSTONE_MESSAGE)
     try:
-        raw: Any = orjson.loads(value)
-    except orjson.JSONDecodeError as exc:
+        raw: Any = _loads(value)
+    except ValueError as exc:
         if value.startswith(STRUCT):
             raise UndecodableError(STRUCT_MESSAGE) from None
         if not value:
@@ -157,8 +165,8 @@ def _object(value: bytes | None) -> dict[str, Any]:
         raw = raw["payload"]
     if type(raw) is str:
         try:
-            raw = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
+            raw = _loads(raw)
+        except ValueError as exc:
             raise UndecodableError(
                 "value is a JSON string (as Kafka Connect's JsonConverter writes a text "
                 f"column) whose text is not JSON: {exc}"
@@ -202,8 +210,8 @@ def _text(data: bytes, what: str) -> str | None:
     if data[:1] not in (b'"', b"{"):
         return text
     try:
-        parsed: Any = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        parsed: Any = _loads(data)
+    except ValueError:
         return text
     if _schema_wrapped(parsed):
         parsed = parsed["payload"]

@@ -4,7 +4,7 @@ Contract of ``app.runtime.services.warn_if_the_example_runs``: when the setting 
 given (its default names the example package ``handlers``), one WARNING names the
 package and tells to set ``HANDLER_MODULES``; when it was given, even as ``handlers``,
 nothing is said. ``python -m app.db.migrate`` (run by hand after a restore, say) says
-the same on stderr before it migrates the example's tables, and nothing when it was given.
+the same on stderr once it has migrated the example's tables, and nothing when it was given.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Contract: every id of the envelope and of the Order payloads (``schemas.ids.Id``)
 accepts ``100001`` and ``"100001"`` and holds the text ``"100001"`` for both, in
-one pass from the JSON bytes and from a parsed dict alike; a float, a boolean,
+one pass from the JSON bytes and from a parsed dict alike (an integer beyond 64 bits
+too, exact on every decode path, the Redis prefilter's included); a float, a boolean,
 an object, an array or null is refused with a message naming what an id is,
 and so is text longer than its column or (for an id a column stores) holding a
 control character. Amounts
@@ -20,7 +21,8 @@ import orjson
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from app.pipeline.decode import Decoded, Poison, decode
+from app.pipeline import decode as decoding
+from app.pipeline.decode import Decoded, Poison, Read, decode
 from app.records import RawRecord
 from schemas.ids import Id, IdField, id_spellings, id_text
 from schemas.order import OrderCreated, OrderPaid
@@ -143,6 +145,24 @@ def test_the_design_documents_example_event_decodes_verbatim() -> None:
         Decimal("199"),
     )
     assert event.data.items == []
+
+
+BIG = 123456789012345678901234567890  # beyond 64 bits: a DECIMAL(38) or NUMBER key
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["object", "json-string"])
+def test_an_integer_beyond_64_bits_is_the_same_id_on_every_decode_path(wrapped: bool) -> None:
+    text = EXAMPLE.replace(b'"orderId": 100001', f'"orderId": {BIG}'.encode()).replace(
+        b'"eventId": "01JY1N5H2J3Q8A5W9M7K2D4P6R"', f'"eventId": {BIG}'.encode()
+    )
+    value = orjson.dumps(text.decode()) if wrapped else text
+    source = RawRecord("orders", 0, 0, b"100001", value)
+
+    first = decoding.read(source)
+    assert isinstance(first, Read)
+    for found in (decode(source), decoding.validate(first)):
+        assert isinstance(found, Decoded), found
+        assert (found.event_id, found.event.data.order_id) == (str(BIG), str(BIG))
 
 
 @pytest.mark.parametrize(
