@@ -17,10 +17,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from app.errors import ConfigurationError
-from app.registry import Registry
+from app.registry import HandlerSpec, Registry
 
 
 def search_current_directory() -> None:
@@ -44,8 +44,13 @@ def import_handler_modules(names: Sequence[str]) -> None:
 def check_allowlist(registry: Registry, names: Sequence[str]) -> None:
     """Raise ``ConfigurationError`` naming every module outside ``names`` that registered a
     ``@handler`` in ``registry``."""
+    check_specs(registry.specs(), names)
+
+
+def check_specs(specs: Iterable[HandlerSpec], names: Sequence[str]) -> None:
+    """``check_allowlist`` for ``specs`` (the handlers an import registered, say)."""
     outside: dict[str, set[str]] = {}
-    for spec in registry.specs():
+    for spec in specs:
         module = spec.fn.__module__
         if not any(module == name or module.startswith(f"{name}.") for name in names):
             outside.setdefault(module, set()).add(spec.consumer)

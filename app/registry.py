@@ -19,7 +19,7 @@ HandlerFn = Callable[[Any, Any], Awaitable[None]]
 
 _CONSUMER_NAME_MAX = 100
 # What Kafka accepts as a topic name, cut to the outbox's topic column (OUTBOX_TOPIC).
-_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
+TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +158,7 @@ def handler(
             )
 
     if not isinstance(emits, tuple) or not all(
-        isinstance(topic, str) and _TOPIC_NAME.fullmatch(topic) for topic in emits
+        isinstance(topic, str) and TOPIC_NAME.fullmatch(topic) for topic in emits
     ):
         raise ConfigurationError(
             "@handler: emits must be a tuple of topic names (1 to 128 of the letters, digits, "

@@ -29,6 +29,7 @@ from app.db.tables import (
 )
 from app.errors import InvalidOutboxEvent
 from app.outbox.status import RECORD_AGGREGATE_TYPE, OutboxStatus
+from app.registry import TOPIC_NAME
 
 
 def new_event_id() -> str:
@@ -136,6 +137,10 @@ class NewEvent:
             if (value is not None or name not in ("event_id", "key"))
             and not (isinstance(value, str) and 0 < len(value) <= limit)
         ]
+        if isinstance(self.topic, str) and self.topic and not TOPIC_NAME.fullmatch(self.topic):
+            problems.append(
+                f"topic {self.topic!r} is no Kafka topic name (letters, digits, '.', '_', '-')"
+            )
         if self.aggregate_type == RECORD_AGGREGATE_TYPE:
             problems.append(f"aggregate_type {RECORD_AGGREGATE_TYPE!r} is the framework's own")
         if self.aggregate_version is not None and self.aggregate_version < 1:

@@ -8,8 +8,8 @@ from enum import StrEnum
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import HandlerContext
-from app.errors import InfrastructureError, PermanentError
-from app.pipeline.classify import Fault, fault_of
+from app.errors import InfrastructureError, InvalidOutboxEvent, PermanentError
+from app.pipeline.classify import Fault, fault_of, through_a_dependency
 from app.pipeline.decode import Decoded
 from app.registry import HandlerSpec
 
@@ -59,8 +59,9 @@ class HandlerFailed(EventFailed):
 
     @property
     def reason(self) -> str:
-        """``non-retryable`` when the handler declared so, else ``retryable``."""
-        if isinstance(self.cause, (PermanentError, *self.spec.non_retryable)):
+        """``non-retryable`` when the handler declared so, or emitted an event no outbox row
+        can hold (no retry changes that), else ``retryable``."""
+        if isinstance(self.cause, (PermanentError, InvalidOutboxEvent, *self.spec.non_retryable)):
             return PermanentError.reason
         return "retryable"
 
@@ -87,7 +88,9 @@ async def run_handlers(
     ORM changes a call left are flushed right after it, inside its boundary.
     Raises ``InfrastructureError`` when a dependency failed (the batch pauses)
     and ``HandlerFailed`` when a handler failed; with ``blame_statements``, a
-    statement the database cancelled counts as the handler's failure.
+    statement the database cancelled counts as the handler's failure. An ``OSError`` or
+    ``TimeoutError`` of the handler's own (not raised through the database: see
+    ``through_a_dependency``) is the handler's failure.
     """
     session = ctx.session
     for spec in handlers:
@@ -105,6 +108,8 @@ async def run_handlers(
             fault = fault_of(exc)
             if fault is Fault.EVENT or (blame_statements and fault is Fault.STATEMENT):
                 raise HandlerFailed(spec, exc) from exc
+            if isinstance(exc, OSError | TimeoutError) and not through_a_dependency(exc):
+                raise HandlerFailed(spec, exc) from exc  # the handler's own I/O
             raise InfrastructureError(f"{spec.name}: {exc}") from exc
 
 

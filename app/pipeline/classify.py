@@ -97,6 +97,25 @@ _SQLITE_CONNECTION = {7, 8, 10, 13, 14, 15}  # NOMEM, READONLY, IOERR, FULL, CAN
 _DRIVERS = ("asyncpg", "aiomysql", "pymysql", "sqlite3", "aiosqlite", "psycopg")
 
 
+def through_a_dependency(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside SQLAlchemy or a database driver (its traceback
+    passes through them), not by the code that called them.
+
+    ``fault_of`` takes any ``OSError`` or ``TimeoutError`` for a connection's: in the
+    framework's own steps every one comes from the database, the broker or Redis. A
+    handler's may be its own (an HTTP call that timed out, a file it could not open):
+    that is the event's failure, routed through the retry tiers, or a batch would wait
+    in place for ever on a dependency the framework cannot see recover.
+    """
+    tb = exc.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if module.startswith(("sqlalchemy", *_DRIVERS)):
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def is_infrastructure(exc: BaseException) -> bool:
     """True when ``exc`` is not the event's fault (see ``fault_of``)."""
     return fault_of(exc) is not Fault.EVENT

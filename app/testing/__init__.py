@@ -23,6 +23,15 @@ from __future__ import annotations
 
 from app.pipeline.outcomes import Kind, Outcome
 from app.testing.feed import NOW, FrozenClock, Records, event
-from app.testing.harness import Harness
+from app.testing.harness import Harness, InfrastructurePaused
 
-__all__ = ["NOW", "FrozenClock", "Harness", "Kind", "Outcome", "Records", "event"]
+__all__ = [
+    "NOW",
+    "FrozenClock",
+    "Harness",
+    "InfrastructurePaused",
+    "Kind",
+    "Outcome",
+    "Records",
+    "event",
+]

@@ -18,7 +18,7 @@ from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.migrate import upgrade_to_head
 from app.db.tables import outbox_event
 from app.errors import ConfigurationError
-from app.handler_modules import import_handler_modules
+from app.handler_modules import check_specs, import_handler_modules
 from app.outbox.message import Message, message_of
 from app.outbox.status import RECORD_AGGREGATE_TYPE
 from app.pipeline.outcomes import Outcome
@@ -36,22 +36,31 @@ from dlq.topics import RETRY_INFIX, dlt_topic
 TINY_BACKOFF = Backoff(initial=0.001, maximum=0.001, jitter=0.0)
 DEFAULT_TOPIC = "order-event-topic"
 DEFAULT_DELAYS = (1.0, 5.0, 30.0, 300.0)
+PAUSES_BEFORE_RAISING = 5
+
+
+class InfrastructurePaused(RuntimeError):
+    """A ``send`` or ``retry`` kept pausing on an infrastructure failure (a database that
+    refuses, a handler statement that never finishes): where a worker would wait for it
+    to recover, a test is told why."""
 
 
 class Harness:
     """Runs handlers exactly as the worker does (decode, dedup, version gate, apply, route
-    failures, outbox), on SQLite or on the database you name, with no broker.
+        failures, outbox), on SQLite or on the database you name, with no broker.
 
-    ``modules`` are imported like ``HANDLER_MODULES`` (from the current directory first)
-    and only their handlers run; or pass a ``registry`` of your own. The database gets
-    the framework's migrations and each module's ``migrations/`` folder, then the
-    ``tables`` you add (metadata of tables without migrations). Without a
-    ``database_url``, a SQLite file in a temporary folder, removed on ``close``; a URL
-    you give should name an empty database. ``send`` returns the outcome values (``Kind``:
-    applied, duplicate, stale, parked, retried with the retry topic as ``detail``,
-    dead-lettered with its ``dlt-reason``, poison); ``retry`` delivers the retry records
-    the failures wrote, as their tier would; ``rows``, ``emitted`` and ``records`` read
-    what was committed. Use it as ``async with Harness("revenue") as h: ...``.
+        ``modules`` are imported like ``HANDLER_MODULES`` (from the current directory first)
+        and only their handlers run; or pass a ``registry`` of your own. The database gets
+        the framework's migrations and each module's ``migrations/`` folder, then the
+        ``tables`` you add (metadata of tables without migrations). Without a
+        ``database_url``, a SQLite file in a temporary folder, removed on ``close``; a URL
+        you give should name an empty database. ``send`` returns the outcome values (``Kind``:
+        applied, duplicate, stale, parked, retried with the retry topic as ``detail``,
+        dead-lettered with its ``dlt-reason``, poison), or raises ``InfrastructurePaused`` where a
+    worker would pause and retry in place (after ``PAUSES_BEFORE_RAISING`` pauses, the failure
+    its cause); ``retry`` delivers the retry records
+        the failures wrote, as their tier would; ``rows``, ``emitted`` and ``records`` read
+        what was committed. Use it as ``async with Harness("revenue") as h: ...``.
     """
 
     def __init__(
@@ -83,6 +92,7 @@ class Harness:
         self._engine: AsyncEngine | None = None
         self._processor: BatchProcessor | None = None
         self._delivered: set[int] = set()  # outbox ids of retry records delivered already
+        self._pauses = 0  # infrastructure pauses in the current send or retry
 
     async def __aenter__(self) -> Harness:
         return await self.start()
@@ -98,7 +108,11 @@ class Harness:
     async def start(self) -> Harness:
         """Import the modules, migrate the database, add ``tables``."""
         if self._registry is None:
+            before = set(default_registry.specs())
             import_handler_modules(self.modules)
+            # As the worker refuses to start: a handler the import registered from a module
+            # outside the list (imported by one of them) would run without its migrations.
+            check_specs([s for s in default_registry.specs() if s not in before], self.modules)
             self._registry = registry_of(default_registry, self.modules)
         await upgrade_to_head(self.database_url, self.modules)
         self._engine = create_engine(self.database_url)
@@ -140,6 +154,7 @@ class Harness:
             "router": FailureRouter(RetryPolicy(self.topic, tiers), clock=self.clock),
             "policy": self.policy,
             "backoff": TINY_BACKOFF,
+            "on_pause": self._paused,
             "concurrent_consumers": dialect_name(self.database_url) != "sqlite",
         }
         options.update(overrides)
@@ -150,7 +165,18 @@ class Harness:
         on one partition); returns what happened to each, per consumer."""
         if self._processor is None:
             self._processor = self.processor()
+        self._pauses = 0
         return await self._processor.process([self.feed.of(e) for e in events])
+
+    def _paused(self, what: str, exc: BaseException, _delay: float) -> None:
+        """A worker pauses on an infrastructure failure until it recovers; a test stops after
+        ``PAUSES_BEFORE_RAISING`` of them in one call, with the failure as the cause."""
+        self._pauses += 1
+        if self._pauses >= PAUSES_BEFORE_RAISING:
+            raise InfrastructurePaused(
+                f"{what} paused {self._pauses} times on an infrastructure failure, as a worker "
+                f"would until it recovers: {type(exc).__name__}: {exc}"
+            ) from exc
 
     async def retry(self) -> list[Outcome]:
         """Deliver the retry records the outbox holds and that were not delivered yet, as their
@@ -166,6 +192,7 @@ class Harness:
             return []
         if self._processor is None:
             self._processor = self.processor()
+        self._pauses = 0
         return await self._processor.process([self.feed.delivered(m) for _, m in due])
 
     async def rows(self, table: Table, **where: Any) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Column, Integer, MetaData, String, Table, insert, select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.context import HandlerContext
@@ -52,6 +53,13 @@ async def write_effect(event: Any, ctx: HandlerContext) -> None:
             aggregate_version=event.aggregate_version,
         )
     )
+
+
+def database_down(error: OSError) -> OperationalError:
+    """What a handler's statement raises when the database is gone: SQLAlchemy's
+    ``OperationalError`` around the driver's ``error`` (a handler's own ``OSError``, one not
+    raised through the database, is the event's failure instead)."""
+    return OperationalError("SELECT 1", {}, error)
 
 
 def kinds(

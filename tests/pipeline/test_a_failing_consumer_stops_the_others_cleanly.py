@@ -23,7 +23,7 @@ from app.pipeline.pause import Backoff
 from app.registry import Registry, handler
 from schemas.envelope import Event
 from tests.pipeline.events import Records
-from tests.pipeline.support import Db, MakeProcessor, Outbox, write_effect
+from tests.pipeline.support import Db, MakeProcessor, Outbox, database_down, write_effect
 
 WITHIN_SECONDS = 10
 # Long enough that "cancelled" and "still sleeping" cannot be confused.
@@ -82,7 +82,7 @@ async def test_a_failing_consumer_cancels_the_uncommitted_and_lets_the_committed
         sleeper_attempts += 1
         await write_effect(event, ctx)
         prefilter.sleeper_paused.set()
-        raise ConnectionResetError("sleeper's database went away")  # pauses LONG_PAUSE
+        raise database_down(ConnectionResetError("sleeper's database went away"))  # pauses
 
     processor = make_processor(prefilter=prefilter, backoff=LONG_PAUSE, concurrent_consumers=True)
     batch = [

@@ -1,19 +1,26 @@
 """An infrastructure failure pauses the batch and retries it in place; nothing is dead-lettered.
 
 Contract: when a handler (or the framework's own database work) fails because
-a dependency is down (``OSError``, SQLAlchemy ``OperationalError``, any
-``InfrastructureError``), the consumer's transaction rolls back, ``on_pause``
+a dependency is down (SQLAlchemy ``OperationalError``, an ``OSError`` or ``TimeoutError``
+raised through SQLAlchemy or the driver, any ``InfrastructureError``), the consumer's
+transaction rolls back, ``on_pause``
 is told, the processor backs off and runs the same batch again until it
 succeeds. Nothing lands in ``failed_event``, and when the dependency recovers
 every effect of the batch is applied exactly once. Consumers that already
-committed are not run again.
+committed are not run again. An ``OSError`` or ``TimeoutError`` of the handler's own (an
+HTTP call that timed out, a file it could not open: not raised through the database)
+is the event's failure: it goes to the first retry tier, or straight to the DLT when the
+handler declares it ``non_retryable``, and the batch does not pause.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
+import pytest
+from sqlalchemy import event, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -24,7 +31,7 @@ from app.pipeline.processor import BatchProcessor
 from app.registry import Registry, handler
 from schemas.envelope import Event
 from tests.pipeline.events import Records
-from tests.pipeline.support import Db, MakeProcessor, kinds, write_effect
+from tests.pipeline.support import Db, MakeProcessor, database_down, kinds, write_effect
 
 
 class Pauses:
@@ -57,7 +64,7 @@ def operational_error() -> OperationalError:
 async def test_a_handler_failing_on_oserror_is_retried_until_it_applies_once(
     make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
 ) -> None:
-    outage = FailTimes(2, lambda: ConnectionRefusedError("points-db:5432 refused"))
+    outage = FailTimes(2, lambda: database_down(ConnectionRefusedError("points-db:5432 refused")))
     calls: list[str] = []
 
     @handler("OrderPaid", consumer="points", registry=registry)
@@ -79,7 +86,8 @@ async def test_a_handler_failing_on_oserror_is_retried_until_it_applies_once(
     what, exc, delay = pauses.seen[0]
     assert "points" in what
     assert isinstance(exc, InfrastructureError)
-    assert isinstance(exc.__cause__, ConnectionRefusedError)
+    assert isinstance(exc.__cause__, OperationalError)
+    assert isinstance(exc.__cause__.orig, ConnectionRefusedError)
     assert delay == 0.001
 
 
@@ -112,7 +120,7 @@ async def test_an_outage_in_a_batch_that_also_has_a_failing_event_applies_each_e
 ) -> None:
     # The failing event makes the processor re-run the batch one savepoint per event;
     # the outage then hits that re-run after the first event's savepoint was released.
-    outage = FailTimes(1, lambda: OSError("network is unreachable"))
+    outage = FailTimes(1, lambda: database_down(OSError("network is unreachable")))
 
     @handler("OrderPaid", consumer="points", registry=registry)
     async def on_paid(event: Event, ctx: HandlerContext) -> None:
@@ -142,7 +150,7 @@ async def test_an_outage_in_a_batch_that_also_has_a_failing_event_applies_each_e
 async def test_an_outage_in_one_consumer_does_not_run_a_committed_consumer_again(
     make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
 ) -> None:
-    outage = FailTimes(2, lambda: TimeoutError("notification service timed out"))
+    outage = FailTimes(2, lambda: database_down(TimeoutError("notification-db timed out")))
     calls: list[str] = []
 
     @handler("OrderPaid", consumer="a-points", registry=registry)
@@ -202,3 +210,63 @@ async def test_recording_poison_while_the_database_is_down_waits_for_it_and_reco
     assert [what for what, _, _ in pauses.seen] == ["recording poison", "recording poison"]
     assert [r["reason"] for r in await db.failed()] == ["undecodable"]
     assert await db.effects() == ["e1"]
+
+
+async def test_an_oserror_raised_inside_the_database_call_pauses(
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db, engine: Any
+) -> None:
+    outage = FailTimes(2, lambda: ConnectionResetError("connection reset by peer"))
+
+    def reset(*_args: Any) -> None:
+        outage()  # called by SQLAlchemy as it executes: raised through it, as a driver does
+
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def on_paid(event: Event, ctx: HandlerContext) -> None:
+        await ctx.session.execute(text("SELECT 1"))
+        await write_effect(event, ctx)
+
+    pauses = Pauses()
+    event.listen(engine.sync_engine, "before_cursor_execute", reset)
+    try:
+        outcomes = await make_processor(on_pause=pauses).process([records.event("e1")])
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", reset)
+
+    assert kinds(outcomes) == [("e1", Kind.APPLIED)]
+    assert len(pauses.seen) == 2
+    assert await db.effects() == ["e1"]
+    assert await db.failed() == []
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        TimeoutError("payment API timed out"),
+        ConnectionRefusedError("mail relay refused"),
+        FileNotFoundError("templates/receipt.html"),
+    ],
+    ids=["timeout", "refused", "missing-file"],
+)
+async def test_a_handlers_own_oserror_is_the_events_failure(
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db, error: OSError
+) -> None:
+    @handler("OrderPaid", consumer="points", registry=registry)
+    async def on_paid(event: Event, ctx: HandlerContext) -> None:
+        await write_effect(event, ctx)
+        raise error
+
+    @handler("OrderPaid", consumer="strict", registry=registry, non_retryable=(OSError,))
+    async def strict(event: Event, ctx: HandlerContext) -> None:
+        raise error
+
+    pauses = Pauses()
+    outcomes = await asyncio.wait_for(
+        make_processor(on_pause=pauses).process([records.event("e1")]), 30
+    )
+
+    assert sorted((o.consumer, o.kind) for o in outcomes) == [
+        ("points", Kind.RETRIED),
+        ("strict", Kind.DEAD_LETTERED),
+    ]
+    assert pauses.seen == []
+    assert await db.effects() == []

@@ -2,10 +2,12 @@
 
 Contract: ``run_handlers`` calls each handler with ``(event, ctx)`` in
 registration order and stops at the first failure: an infrastructure failure
-becomes ``InfrastructureError`` (the batch pauses), anything else
+becomes ``InfrastructureError`` (the batch pauses), anything else (an ``OSError`` or
+``TimeoutError`` the handler raised itself, not through the database, included)
 ``HandlerFailed`` carrying the spec and the cause, whose ``reason`` is
 ``non-retryable`` for a ``PermanentError`` or a type (or subtype) the handler
-declared ``non_retryable``, else ``retryable``. ``apply_isolated`` does the
+declared ``non_retryable`` or an event ``ctx.emit`` cannot write
+(``InvalidOutboxEvent``: no retry changes it), else ``retryable``. ``apply_isolated`` does the
 same inside a savepoint: committed on success, rolled back on a handler
 failure, left to the enclosing transaction on an infrastructure failure.
 """
@@ -16,9 +18,10 @@ from typing import Any
 
 import orjson
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from app.context import HandlerContext
-from app.errors import InfrastructureError, PermanentError, RetryableError
+from app.errors import InfrastructureError, InvalidOutboxEvent, PermanentError, RetryableError
 from app.pipeline.apply import HandlerFailed, apply_isolated, run_handlers
 from app.pipeline.decode import Decoded, decode
 from app.records import RawRecord
@@ -112,13 +115,39 @@ async def test_the_first_failure_stops_the_event_and_carries_its_cause() -> None
 
 
 @pytest.mark.parametrize(
-    "error", [OSError("unreachable"), TimeoutError(), InfrastructureError("redis down")]
+    "error",
+    [
+        OperationalError("SELECT 1", {}, OSError("unreachable")),
+        OperationalError("SELECT 1", {}, TimeoutError()),
+        InfrastructureError("redis down"),
+    ],
 )
 async def test_an_infrastructure_failure_becomes_infrastructure_error(error: Exception) -> None:
     with pytest.raises(InfrastructureError) as raised:
         await run_handlers([spec(recorder([], "h", error))], [item()], context())
 
     assert raised.value.__cause__ is error
+
+
+async def test_an_event_no_outbox_row_can_hold_is_a_non_retryable_failure() -> None:
+    error = InvalidOutboxEvent("topic 'shop totals' is no Kafka topic name")
+    with pytest.raises(HandlerFailed) as raised:
+        await run_handlers([spec(recorder([], "h", error))], [item()], context())
+
+    assert raised.value.reason == "non-retryable"
+
+
+@pytest.mark.parametrize(
+    "error", [OSError("unreachable"), TimeoutError(), FileNotFoundError("receipt.html")]
+)
+async def test_a_handlers_own_oserror_is_its_failure(error: Exception) -> None:
+    with pytest.raises(HandlerFailed) as raised:
+        await run_handlers([spec(recorder([], "h", error))], [item()], context())
+    with pytest.raises(HandlerFailed) as declared:
+        await run_handlers([spec(recorder([], "h", error), (OSError,))], [item()], context())
+
+    assert (raised.value.cause, raised.value.reason) == (error, "retryable")
+    assert declared.value.reason == "non-retryable"
 
 
 @pytest.mark.parametrize(
@@ -160,6 +189,7 @@ async def test_an_isolated_infrastructure_failure_leaves_the_savepoint_to_the_tr
     session = FakeSession()
 
     with pytest.raises(InfrastructureError):
-        await apply_isolated([spec(recorder([], "h", OSError("x")))], item(), context(session))
+        down = OperationalError("SELECT 1", {}, OSError("x"))
+        await apply_isolated([spec(recorder([], "h", down))], item(), context(session))
 
     assert session.log == ["savepoint"]

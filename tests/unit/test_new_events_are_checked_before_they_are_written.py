@@ -6,9 +6,10 @@ given, the optional tracing fields only when set, and ``data`` from a mapping or
 pydantic model, decimals as their exact text. An aggregate id, event id or key given
 as an integer (a table's numeric key) is kept as its decimal text, as consumers read
 ids (a boolean is no id). A field too long for its column, an
-empty one, a version below 1, headers that are not text, data that is not JSON, or
-the framework's own aggregate type raise ``InvalidOutboxEvent`` (a ``ValueError``)
-naming every problem, before anything is written.
+empty one, a version below 1, headers that are not text, data that is not JSON, a
+topic name Kafka cannot hold, or the framework's own aggregate type raise
+``InvalidOutboxEvent`` (a ``ValueError``) naming every problem, before anything is
+written.
 """
 
 from __future__ import annotations
@@ -89,6 +90,12 @@ def test_integer_ids_are_kept_as_their_text() -> None:
     assert (row["aggregate_id"], row["event_id"], row["event_key"]) == ("1001", "42", "7")
     envelope = orjson.loads(row["payload"])
     assert (envelope["aggregateId"], envelope["eventId"]) == ("1001", "42")
+
+
+@pytest.mark.parametrize("topic", ["shop totals", "shop/totals", "ünïcode"])
+def test_a_topic_kafka_cannot_hold_is_refused(topic: str) -> None:
+    with pytest.raises(InvalidOutboxEvent, match="is no Kafka topic name"):
+        NewEvent(topic, "OrderPaid", "Order", "o-1", {}).row(NOW)
 
 
 def test_a_boolean_is_no_id() -> None:

@@ -1,0 +1,92 @@
+"""The harness tells a test what a worker would wait on or refuse to start with.
+
+Contract: a ``send`` whose batch keeps pausing on an infrastructure failure (a handler's
+statement meeting a database that is gone) raises ``InfrastructurePaused`` after
+``PAUSES_BEFORE_RAISING`` pauses, the failure as its cause and named in the message,
+where a worker would wait for the database to come back (before, the test hung); a
+handler's own ``TimeoutError`` is its failure, routed to the first retry tier, with no
+pause. Starting a harness on a package that imports a module registering a handler
+from outside it raises the ``ConfigurationError`` the worker starts with (before, the
+harness left that handler out and the test passed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from itertools import count
+from pathlib import Path
+
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from app.errors import ConfigurationError, InfrastructureError
+from app.testing import Harness, InfrastructurePaused, Kind, event
+from app.testing.harness import PAUSES_BEFORE_RAISING
+
+_names = count()
+
+SERVICE = """\
+from sqlalchemy.exc import OperationalError
+
+from app import HandlerContext, handler
+
+
+@handler("OrderPaid", consumer="{consumer}")
+async def paid(event, ctx: HandlerContext) -> None:
+    if event.event_id == "down":
+        raise OperationalError("SELECT 1", {{}}, ConnectionRefusedError("db:5432 refused"))
+    if event.event_id == "slow":
+        raise TimeoutError("payment API timed out")
+"""
+
+IMPORTS_AN_OUTSIDER = """\
+from app import handler
+from {package}_shared import audit  # noqa: F401  registers a consumer from outside
+"""
+
+SHARED = '''\
+from app import handler
+
+
+@handler("OrderPaid", consumer="audit-{package}")
+async def audit(event, ctx) -> None:
+    """Registered by a module outside the listed package."""
+'''
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Iterator[Path]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(tmp_path))
+        yield tmp_path
+
+
+def paid(event_id: str) -> dict[str, object]:
+    data = {"orderId": "o-1", "userId": "u-1", "amount": "5.00", "paidAt": "2024-05-01T12:00:00Z"}
+    return event("OrderPaid", "o-1", 1, data, event_id=event_id)
+
+
+async def test_a_batch_that_keeps_pausing_raises_with_its_cause(folder: Path) -> None:
+    package = f"pausing{next(_names)}"
+    (folder / f"{package}.py").write_text(SERVICE.format(consumer=package))
+
+    async with Harness(package) as h:
+        with pytest.raises(InfrastructurePaused) as raised:
+            await asyncio.wait_for(h.send(paid("down")), 30)
+        outcomes = await asyncio.wait_for(h.send(paid("slow")), 30)
+
+    assert isinstance(raised.value.__cause__, InfrastructureError)
+    assert isinstance(raised.value.__cause__.__cause__, OperationalError)
+    assert f"paused {PAUSES_BEFORE_RAISING} times" in str(raised.value)
+    assert "db:5432 refused" in str(raised.value)
+    assert [(o.consumer, o.kind) for o in outcomes] == [(package, Kind.RETRIED)]
+
+
+async def test_a_handler_registered_from_outside_the_package_is_refused(folder: Path) -> None:
+    package = f"importer{next(_names)}"
+    (folder / f"{package}_shared.py").write_text(SHARED.format(package=package))
+    (folder / f"{package}.py").write_text(IMPORTS_AN_OUTSIDER.format(package=package))
+
+    with pytest.raises(ConfigurationError, match=f"'{package}_shared' registers consumer"):
+        await Harness(package).start()
