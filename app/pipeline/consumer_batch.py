@@ -141,9 +141,9 @@ class ConsumerBatch:
         agg = item.event.aggregate
         stored = self._versions.get(agg)
         last = effective_last(stored, version, self.policy)
-        if stored is None and last:
+        if stored is None and self.policy is UnseenAggregatePolicy.FROM_FIRST_SEEN:
             # The start adopted for an unseen aggregate is kept even if this event fails,
-            # so that its successors wait for it.
+            # so that its successors wait for it (0 too, for a first event at version 1).
             self._versions[agg] = self._changes.versions[agg] = last
         verdict = decide(last, version)
         if verdict is Gate.STALE:

@@ -10,6 +10,8 @@ not make its successor the new start: the aggregate waits for it.
 
 from __future__ import annotations
 
+import pytest
+
 from app.context import HandlerContext
 from app.pipeline.outcomes import Kind
 from app.registry import Registry, handler
@@ -97,18 +99,20 @@ async def test_from_first_seen_gates_the_aggregate_as_usual_once_it_has_started(
     assert await db.version("points") == 7
 
 
+@pytest.mark.parametrize("start", [5, 1])
 async def test_from_first_seen_keeps_the_aggregate_waiting_for_a_first_event_that_failed(
-    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db, start: int
 ) -> None:
     calls: list[int | None] = []
     register_recording(registry, calls)
     processor = make_processor(policy=FROM_FIRST_SEEN)
 
-    first = await processor.process([records.event("broken-5", version=5)])
-    later = await processor.process([records.event("e6", version=6)])
+    first = await processor.process([records.event(f"broken-{start}", version=start)])
+    later = await processor.process([records.event("next", version=start + 1)])
 
-    assert kinds(first) == [("broken-5", Kind.RETRIED)]
-    # Version 5 is the aggregate's start and has not applied: version 6 must wait for it.
-    assert kinds(later) == [("e6", Kind.PARKED)]
+    assert kinds(first) == [(f"broken-{start}", Kind.RETRIED)]
+    # The first version seen is the aggregate's start and has not applied: the next one
+    # must wait for it (version 1 too: before, its start 0 was not kept, and 2 applied).
+    assert kinds(later) == [("next", Kind.PARKED)]
     assert calls == []
-    assert await db.parked("points") == ["e6"]
+    assert await db.parked("points") == ["next"]
