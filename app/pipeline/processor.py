@@ -73,12 +73,19 @@ from app.pipeline.decode import (
 from app.pipeline.outcomes import DEAD_LETTERED_BEFORE, Kind, Outcome
 from app.pipeline.pause import Backoff, OnPause, Streak, retry_in_place
 from app.pipeline.route import FailureRouter, Routed
-from app.pipeline.store import VersionConflict, failure_key, now, recorded_failures
+from app.pipeline.store import (
+    VersionConflict,
+    dead_again,
+    failure_key,
+    now,
+    recorded_failures,
+)
 from app.pipeline.together import all_or_none, to_the_end
 from app.prefilter.stage import Known, Lookup, ask, remember_applied, skip_known
 from app.records import RawRecord
 from app.registry import Registry
 from app.settings import DEFAULT_AGGREGATE_TYPE, UnseenAggregatePolicy
+from dlq.dead import FailureStatus
 
 T = TypeVar("T")
 RERUN_CONFLICT = "conflict"
@@ -86,6 +93,9 @@ RERUN_HANDLER_FAILED = "handler-failed"
 RERUN_ESCALATED = "escalated"
 # How long a committed consumer's publishing may go on after its batch was cancelled.
 AFTER_COMMIT_GRACE_SECONDS = 10.0
+# A failure whose record is on its way back (a retry tier's, an operator's replay): if that
+# record turns out to be poison, it is dead-lettered again.
+AWAITING_RECORD = frozenset({FailureStatus.RETRYING.value, FailureStatus.REPLAYED.value})
 log = logging.getLogger("effectively_once.pipeline")
 
 
@@ -282,29 +292,39 @@ class BatchProcessor:
         return batch
 
     async def _dead_letter_poison(self, poison: list[Poison]) -> list[Outcome]:
-        routed = [self.router.poison(p) for p in poison]
+        # A retry or replay record for one consumer that no longer decodes is that
+        # consumer's failure: its row goes dead, its DLT record names the consumer.
+        routed = [self.router.poison(p, p.trip.consumer) for p in poison]
 
         async def remember() -> list[Routed]:
             async with self.sessions() as session, session.begin():
                 # A record recorded before (read again after a crash, before its offset was
                 # committed) has its DLT record in the outbox already: written with its row.
+                # One whose row waits for it (``retrying``, ``replayed``) is dead-lettered again.
                 recorded = await recorded_failures(session, [r.row for r in routed])
-                fresh = []
+                fresh, again = [], []
                 for r in routed:
+                    status = recorded.get(key := failure_key(r.row))
+                    if status is None:
+                        fresh.append(r)
+                    elif status in AWAITING_RECORD:
+                        again.append(r)
                     # Two records naming one origin (a DLT record replayed twice) are one
                     # failure: the first is recorded, the second was dead-lettered before.
-                    if (key := failure_key(r.row)) not in recorded:
-                        recorded.add(key)
-                        fresh.append(r)
+                    recorded[key] = FailureStatus.DEAD
                 try:
                     await insert_rows(session, failed_event, [r.row for r in fresh])
                 except IntegrityError as exc:
                     if not is_unique_violation(exc):
                         raise
                     raise VersionConflict("poison recorded meanwhile") from exc
+                for r in again:
+                    if not await dead_again(session, r.row, AWAITING_RECORD):
+                        raise VersionConflict("poison's failure settled meanwhile")
                 stamp = now()
-                await insert_rows(session, outbox_event, [r.outbox_row(stamp) for r in fresh])
-                return fresh
+                written = fresh + again
+                await insert_rows(session, outbox_event, [r.outbox_row(stamp) for r in written])
+                return written
 
         while True:
             try:

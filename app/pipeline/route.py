@@ -88,15 +88,18 @@ class FailureRouter:
 
     def poison(self, poison: Poison, consumer: str | None = None) -> Routed:
         """Bytes that are no event go to the DLT once, for no consumer in particular; or
-        for ``consumer`` when they were its parked event (they decoded when it parked them)."""
+        for ``consumer`` when they were its parked event (they decoded when it parked them),
+        or its retry or replay record (a later deploy's schema refuses them)."""
         now = self.clock()
         reason = DeadReason(poison.error.reason)
         failure = Failure(consumer, self.detail.describe(poison.error), now, poison.envelope)
         topic = dlt_topic(self.policy.base_topic)
-        out = dead_letter_record(poison.record, poison.trip, failure, reason, 1, topic)
+        attempts = poison.trip.attempts + 1  # a retry record's attempts so far, and this one
+        out = dead_letter_record(poison.record, poison.trip, failure, reason, attempts, topic)
         row = _row(
-            consumer or "", poison.record, poison.trip, poison.envelope, reason.value, failure, 1
-        )
+            consumer or "", poison.record, poison.trip, poison.envelope, reason.value, failure,
+            attempts,
+        )  # fmt: skip
         dead = row | {"status": FailureStatus.DEAD}
         return Routed(out, dead, Kind.POISON, reason.value, failure.error.line)
 

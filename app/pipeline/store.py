@@ -104,15 +104,29 @@ def failure_key(row: dict[str, Any]) -> tuple[Any, ...]:
 
 async def recorded_failures(
     session: AsyncSession, rows: Sequence[dict[str, Any]]
-) -> set[tuple[Any, ...]]:
-    """The keys of ``rows`` that ``failed_event`` holds already."""
+) -> dict[tuple[Any, ...], str]:
+    """The keys of ``rows`` that ``failed_event`` holds already, with each row's status."""
     if not rows:
-        return set()
+        return {}
     columns = [failed_event.c[name] for name in FAILURE_KEY]
-    found: set[tuple[Any, ...]] = set()
+    found: dict[tuple[Any, ...], str] = {}
     for matches in _key_matches({failure_key(row) for row in rows}):
-        found.update(tuple(row) for row in await session.execute(select(*columns).where(matches)))
+        query = select(*columns, failed_event.c.status).where(matches)
+        found.update((tuple(row[:-1]), row[-1]) for row in await session.execute(query))
     return found
+
+
+async def dead_again(session: AsyncSession, row: dict[str, Any], since: Collection[str]) -> bool:
+    """Mark ``row``'s failure dead again (its reason, attempts, exception and time) where its
+    status is still one of ``since``; False if another transaction changed it first."""
+    f = failed_event
+    result = await session.execute(
+        f.update()
+        .where(*(f.c[name] == row[name] for name in FAILURE_KEY), f.c.status.in_(since))
+        .values({name: row[name] for name in FAILURE_UPDATE_COLUMNS}),
+        execution_options={"synchronize_session": False},
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 def _key_matches(keys: Collection[tuple[Any, ...]]) -> list[ColumnElement[bool]]:
