@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from aiokafka.errors import KafkaError, TopicAuthorizationFailedError
 from rich.console import Console
 
 from app.kafka_clients import KafkaClients
@@ -176,6 +177,13 @@ async def _reading(target: Target) -> AsyncIterator[None]:
             f"reading {target.dlt} did not reach its end within {target.timeout:g} s; "
             "raise --timeout"
         ) from None
+    except TopicAuthorizationFailedError:
+        raise CommandError(
+            f"the broker refused to let this login read {target.dlt}: grant it Read and "
+            "Describe on the topic (and Describe on its own group)"
+        ) from None
+    except KafkaError as exc:  # connected, then the broker went away or refused
+        raise CommandError(f"reading {target.dlt} failed: {type(exc).__name__}: {exc}") from None
 
 
 def _nothing(target: Target, selection: Selection, read: int) -> str:

@@ -1,5 +1,9 @@
 """The parameters of a database URL that are the framework's to read, not SQLAlchemy's.
 
+libpq's ``application_name``, ``options`` (``-c name=value``) and ``connect_timeout``,
+which asyncpg takes in other forms, are read here too; any other parameter asyncpg
+would refuse at each connection is named at start.
+
 TLS (``app.db.tls``) and ``pgbouncer=true`` (``app.db.pgbouncer``) leave the URL's query
 here, before SQLAlchemy sees it (it would hand them to the driver, which takes none of
 them), and come back as the driver's connect arguments. Every engine is made from
@@ -33,6 +37,8 @@ class ConnectOptions:
     url: str
     ssl: DriverSsl = None
     pgbouncer: bool = False
+    server_settings: tuple[tuple[str, str], ...] = ()
+    connect_timeout: float | None = None
 
     @property
     def tls_required(self) -> bool:
@@ -45,6 +51,10 @@ class ConnectOptions:
         args: dict[str, Any] = {} if self.ssl is None else {"ssl": self.ssl}
         if self.pgbouncer:
             args.update(pgbouncer.CONNECT_ARGS)
+        if self.server_settings:
+            args["server_settings"] = dict(self.server_settings)
+        if self.connect_timeout is not None:
+            args["timeout"] = self.connect_timeout
         return args
 
 
@@ -64,7 +74,61 @@ def read(url: str) -> ConnectOptions:
         return ConnectOptions(_render(rest), mysql_ssl(taken))
     if "ssl" in query and "sslmode" in query:
         raise ValueError("the database URL gives both ssl and sslmode; keep sslmode")
-    return ConnectOptions(_render(rest), postgresql_ssl(taken), _pgbouncer(taken.get(PGBOUNCER)))
+    libpq = {name: value for name, value in query.items() if name in _LIBPQ}
+    rest = rest.difference_update_query(libpq)
+    return ConnectOptions(
+        _render(rest),
+        postgresql_ssl(taken),
+        _pgbouncer(taken.get(PGBOUNCER)),
+        _server_settings(libpq),
+        _seconds("connect_timeout", libpq.get("connect_timeout")),
+    )
+
+
+# libpq's parameters that asyncpg takes in another form: application_name and options
+# become server settings, connect_timeout the connect timeout.
+_LIBPQ = ("application_name", "options", "connect_timeout")
+# What asyncpg (and SQLAlchemy's dialect for it) take from the URL as they are.
+_ASYNCPG = (
+    "host",
+    "prepared_statement_cache_size",
+    "target_session_attrs",
+    "passfile",
+    "service",
+    "servicefile",
+    "krbsrvname",
+    "gsslib",
+)
+
+
+def _server_settings(libpq: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """``application_name`` and each ``-c name=value`` of ``options`` (libpq's forms)."""
+    found: dict[str, str] = {}
+    if "application_name" in libpq:
+        found["application_name"] = libpq["application_name"]
+    words = libpq.get("options", "").split()
+    while words:
+        word = words.pop(0)
+        setting = words.pop(0) if word == "-c" and words else word.removeprefix("-c")
+        name, equals, value = setting.removeprefix("--").partition("=")
+        if not (word.startswith(("-c", "--")) and equals and name):
+            raise ValueError(
+                "the database URL's options must be -c name=value settings (libpq's form)"
+            )
+        found[name.replace("-", "_")] = value
+    return tuple(found.items())
+
+
+def _seconds(name: str, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(f"the database URL's {name} is not a number of seconds") from None
+    if seconds <= 0:
+        raise ValueError(f"the database URL's {name} must be more than 0 seconds")
+    return seconds
 
 
 def _one(name: str, value: str | tuple[str, ...]) -> str:
@@ -86,6 +150,15 @@ def _refuse_strangers(backend: str, query: dict[str, str]) -> None:
             )
     if PGBOUNCER in query and backend != "postgresql":
         raise ValueError("pgbouncer=true is for PostgreSQL URLs only")
+    if backend != "postgresql":
+        return
+    for name in query:
+        if name not in (*known, *_LIBPQ, *_ASYNCPG):
+            # asyncpg would refuse it at every connection, a batch's included.
+            raise ValueError(
+                f"the database URL's {name} is not read by the PostgreSQL driver (asyncpg); "
+                f"PostgreSQL URLs take {', '.join((*known, *_LIBPQ, *_ASYNCPG))}"
+            )
 
 
 def _pgbouncer(value: str | None) -> bool:

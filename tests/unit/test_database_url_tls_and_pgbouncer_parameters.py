@@ -39,8 +39,8 @@ def ca(tmp_path_factory: pytest.TempPathFactory) -> CertificateAuthority:
 
 
 def test_without_tls_parameters_the_url_passes_unchanged() -> None:
-    asked = connect_options.read(f"{PG}?application_name=w")
-    assert (asked.url, asked.ssl, asked.pgbouncer) == (f"{PG}?application_name=w", None, False)
+    asked = connect_options.read(f"{PG}?target_session_attrs=any")
+    assert (asked.url, asked.ssl, asked.pgbouncer) == (f"{PG}?target_session_attrs=any", None, False)
     assert asked.connect_args() == {}
 
 
@@ -57,8 +57,8 @@ def test_without_tls_parameters_the_url_passes_unchanged() -> None:
 def test_postgresql_modes_that_require_tls_give_a_context(
     ca: CertificateAuthority, query: str, verify: ssl.VerifyMode, check_hostname: bool
 ) -> None:
-    asked = connect_options.read(f"{PG}?{query.format(ca=ca.cert)}&application_name=w")
-    assert asked.url == f"{PG}?application_name=w"
+    asked = connect_options.read(f"{PG}?{query.format(ca=ca.cert)}&target_session_attrs=any")
+    assert asked.url == f"{PG}?target_session_attrs=any"
     assert isinstance(asked.ssl, ssl.SSLContext)
     assert (asked.ssl.verify_mode, asked.ssl.check_hostname) == (verify, check_hostname)
     assert asked.tls_required

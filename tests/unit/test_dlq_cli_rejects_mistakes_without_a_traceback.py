@@ -3,14 +3,18 @@
 Contract: a malformed position, time, status or reason, a non-positive rate, ``show``
 without a record, a bad setting in the environment, and ``--execute`` on the
 whole dead-letter topic without ``--all`` are refused before the broker or
-database is contacted (they point at a port nothing listens on here).
+database is contacted (they point at a port nothing listens on here). So is a broker
+that fails once connected (its metadata gone, the dead-letter topic not readable for
+this login): one line naming it, exit code 2.
 """
 
 from __future__ import annotations
 
 import pytest
+from aiokafka.errors import KafkaError, TopicAuthorizationFailedError
 from typer.testing import CliRunner
 
+import dlq.commands
 from dlq.cli import cli
 
 ENV = {
@@ -48,4 +52,31 @@ def test_mistakes_get_one_clear_line_and_exit_code_2(
     assert result.exit_code == 2, result.output
     assert says in " ".join(result.output.split()), result.output
     assert "Traceback" not in result.output
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
+
+
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [
+        (
+            KafkaError("Unable to get cluster metadata over all known brokers"),
+            "reading orders.DLT failed: KafkaError",
+        ),
+        (
+            TopicAuthorizationFailedError("orders.DLT"),
+            "the broker refused to let this login read orders.DLT",
+        ),
+    ],
+)
+def test_a_broker_that_fails_once_connected_is_one_line_too(
+    monkeypatch: pytest.MonkeyPatch, error: Exception, says: str
+) -> None:
+    async def refused(*_args: object, **_kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(dlq.commands, "read_topic", refused)
+    result = CliRunner().invoke(cli, ["list"], env=ENV)
+
+    assert result.exit_code == 2, result.output
+    assert says in " ".join(result.output.split()), result.output
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
