@@ -49,7 +49,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, NamedTuple
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, func, not_, select, true, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    bindparam,
+    exists,
+    func,
+    not_,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -372,6 +384,30 @@ async def _scan(
         if last is None or planner.full:
             return
         after = last
+    # Every page so far was rows that must wait (due later, or behind one that must): the
+    # due rows further on that nothing unpublished precedes are taken, one per aggregate,
+    # or a backlog waiting for its next attempt would hold back every other aggregate.
+    heads = select(*_SCAN_COLUMNS).where(
+        status_in(_PENDING),
+        t.c.id > after,
+        or_(t.c.next_retry_at.is_(None), t.c.next_retry_at <= planner.now),
+        ~_EARLIER_UNPUBLISHED,
+    )
+    planner.feed(_seen(row) for row in await session.execute(heads.order_by(t.c.id).limit(page)))
+
+
+def _earlier_unpublished() -> ColumnElement[bool]:
+    """An unpublished row of the same aggregate before the outer query's row."""
+    earlier = t.alias("earlier")
+    return exists().where(
+        earlier.c.aggregate_type == t.c.aggregate_type,
+        earlier.c.aggregate_id == t.c.aggregate_id,
+        earlier.c.id < t.c.id,
+        earlier.c.status.in_(UNPUBLISHED),
+    )
+
+
+_EARLIER_UNPUBLISHED = _earlier_unpublished()
 
 
 def _leave_out(dialect: str, aggregates: Sequence[Aggregate]) -> list[ColumnElement[bool]]:

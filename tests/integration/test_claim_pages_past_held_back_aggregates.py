@@ -4,8 +4,11 @@ aggregates.
 Contract (``app.outbox.claim``): when every row of a page belongs to an aggregate whose
 earlier row another relay holds (``PROCESSING`` under a live lease), the next page
 leaves those aggregates out and claims the rows after them: those of other aggregates,
-including one with the same id under another aggregate type, in id order. On each
-database.
+including one with the same id under another aggregate type, in id order. When every
+page it may read (``MAX_SCAN_PAGES``) holds only rows waiting for their next attempt, it
+still claims the due rows after them that nothing unpublished of their aggregate
+precedes, and never one behind a waiting row (before, such a backlog held back every
+other aggregate). On each database.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import update
 
 from app.db.engine import create_engine, session_factory
+from app.db.tables import outbox_event
 from app.outbox import NewEvent
-from app.outbox.claim import claim
+from app.outbox.claim import MAX_SCAN_PAGES, claim
 from tests.integration.support.databases import BACKENDS
 from tests.integration.support.outbox import claimed_by_a_dead_relay, rows, write
 
@@ -63,4 +68,35 @@ async def test_a_page_of_held_back_rows_is_passed_and_only_their_aggregates_left
         ("Other", HELD[0], by_key[("Other", HELD[0])][1]),
         ("Counter", "free-a", by_key[("Counter", "free-a")][0]),
         ("Counter", "free-b", by_key[("Counter", "free-b")][0]),
+    ]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_due_rows_past_every_page_of_rows_that_wait_are_claimed(
+    migrated_database: str,
+) -> None:
+    limit = 2
+    waiting = [event("Counter", f"waits-{n}", 1) for n in range(MAX_SCAN_PAGES * limit + 1)]
+    behind = event("Counter", "waits-0", 2)  # due, but behind its aggregate's waiting row
+    due = [event("Counter", "due-a", 1), event("Counter", "due-a", 2), event("Other", "x", 1)]
+    await write(migrated_database, [*waiting, behind, *due], per_transaction=100)
+    engine = create_engine(migrated_database, pool_size=1)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                update(outbox_event)
+                .where(outbox_event.c.aggregate_id.like("waits-%"))
+                .where(outbox_event.c.aggregate_version == 1)
+                .values(next_retry_at=NOW + timedelta(minutes=5), retry_count=3)
+            )
+        async with session_factory(engine)() as session, session.begin():
+            claimed = await claim(
+                session, "this-relay", NOW, NOW + timedelta(seconds=60), limit=limit
+            )
+    finally:
+        await engine.dispose()
+
+    assert [(row["aggregate_type"], row["aggregate_id"]) for row in claimed] == [
+        ("Counter", "due-a"),
+        ("Other", "x"),
     ]

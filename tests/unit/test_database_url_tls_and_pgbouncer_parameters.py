@@ -40,7 +40,11 @@ def ca(tmp_path_factory: pytest.TempPathFactory) -> CertificateAuthority:
 
 def test_without_tls_parameters_the_url_passes_unchanged() -> None:
     asked = connect_options.read(f"{PG}?target_session_attrs=any")
-    assert (asked.url, asked.ssl, asked.pgbouncer) == (f"{PG}?target_session_attrs=any", None, False)
+    assert (asked.url, asked.ssl, asked.pgbouncer) == (
+        f"{PG}?target_session_attrs=any",
+        None,
+        False,
+    )
     assert asked.connect_args() == {}
 
 
