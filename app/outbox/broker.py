@@ -67,18 +67,44 @@ _DENIED = (
     TransactionalIdAuthorizationFailed,
 )
 
-__all__ = ["BrokerRefused", "BrokerUnreachable", "KafkaBroker", "denial", "is_row_fault"]
+__all__ = [
+    "BrokerRefused",
+    "BrokerUnreachable",
+    "KafkaBroker",
+    "breaks_sequence",
+    "denial",
+    "is_row_fault",
+]
+
+
+# An idempotent producer's state the broker no longer accepts: the producer's fault (it is
+# renewed), not the row's.
+_PRODUCER_STATE = {
+    "OutOfOrderSequenceNumber",
+    "UnknownProducerId",
+    "InvalidProducerEpoch",
+    "ProducerFenced",
+}
 
 
 def is_row_fault(exc: BaseException) -> bool:
     """True when the broker refused the record itself (the row's attempt failed), False when
-    the broker was unreachable or busy, or its ACLs deny the write (nobody's attempt: send
-    again later)."""
+    the broker was unreachable or busy, its ACLs deny the write, or it refused the
+    producer's state (nobody's attempt: send again later)."""
     if isinstance(exc, BadRow):
         return True
-    if isinstance(exc, _DENIED):
+    if isinstance(exc, _DENIED) or type(exc).__name__ in _PRODUCER_STATE:
         return False
     return isinstance(exc, KafkaError) and not exc.retriable and not _is_timeout(exc)
+
+
+def breaks_sequence(exc: BaseException | None) -> bool:
+    """True when an idempotent producer must be renewed after ``exc``: the broker refused a
+    batch (too large, denied, corrupt...) or the producer's state; aiokafka does not take
+    a refused batch's records back out of the partition's sequence."""
+    if not isinstance(exc, KafkaError):
+        return False
+    return type(exc).__name__ in _PRODUCER_STATE or not (exc.retriable or _is_timeout(exc))
 
 
 def denial(exc: BaseException | None, topic: str) -> str | None:
@@ -111,15 +137,16 @@ class KafkaBroker:
         self.clients = clients
         self.idempotent = idempotent
         self._partitioner = RememberingPartitioner()
-        self._producer = clients.producer(
-            client_id=client_id,
-            acks="all",
-            enable_idempotence=idempotent,
-            linger_ms=2,
-            max_batch_size=256 * 1024,
-            partitioner=self._partitioner,
-            request_timeout_ms=int(request_timeout_seconds * 1000),
-        )
+        self._options = {
+            "client_id": client_id,
+            "acks": "all",
+            "enable_idempotence": idempotent,
+            "linger_ms": 2,
+            "max_batch_size": 256 * 1024,
+            "partitioner": self._partitioner,
+            "request_timeout_ms": int(request_timeout_seconds * 1000),
+        }
+        self._producer = clients.producer(**self._options)
         self._started = False
         self._topics: set[str] = set()
         self._topics_at = 0.0
@@ -175,6 +202,23 @@ class KafkaBroker:
         """Flush what is queued and disconnect (a producer never started is closed too)."""
         self._started = False
         await self._producer.stop()
+
+    async def renew(self) -> None:
+        """Replace the producer with a new one (a new producer id, sequences from 0) and start
+        it; raises as ``start``. For an idempotent producer after a send the broker refused
+        (``breaks_sequence``): aiokafka counted the refused batch's records in the
+        partition's sequence, so every later batch to it would be refused as out of order.
+        Nothing to do for a producer that is not idempotent."""
+        if not self.idempotent:
+            return
+        log.warning("the broker refused a batch: renewing the idempotent producer")
+        old, self._producer = self._producer, self.clients.producer(**self._options)
+        self._started = False
+        try:
+            await old.stop()
+        except KafkaError:
+            pass  # its sender task died of the refusal; nothing of it is used again
+        await self.start()
 
     async def missing_topics(self, topics: set[str]) -> set[str]:
         """Which of ``topics`` the broker does not have (asks it when one is not known, or

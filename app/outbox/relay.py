@@ -52,7 +52,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar
@@ -61,7 +61,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import metrics
 from app.outbox import settle
-from app.outbox.broker import denial, is_row_fault
+from app.outbox.broker import breaks_sequence, denial, is_row_fault
 from app.outbox.claim import Aggregate, Floor, aware, claim
 from app.outbox.lease import Lease
 from app.outbox.message import BadRow, Message, message_of, shortened
@@ -95,6 +95,10 @@ class Broker(Protocol):
     async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
         """Of ``wanted`` (row id -> record, row's ``created_at``), the rows whose record is on
         its topic already (rows a dead relay held: ``app.outbox.recovered``)."""
+        ...
+
+    async def renew(self) -> None:
+        """After a refusal that broke an idempotent producer's sequence: a new producer."""
         ...
 
 
@@ -551,6 +555,13 @@ class Relay:
                 else:
                     raise
         await self._await_acks(list(futures.values()))
+        await self._renew_if_broken(futures.values())
+        refused = [row_id for row_id, f in futures.items() if _too_large(f)]
+        if len(refused) > 1:
+            # The broker refuses a whole batch as too large for one record in it: each goes
+            # again in a batch of its own, so that only the one too large fails.
+            for row_id in refused:
+                futures[row_id] = await self._alone(pending[row_id][1])
         for row_id, future in futures.items():
             row, message = pending[row_id]
             if not future.done():
@@ -569,6 +580,18 @@ class Relay:
                 trouble = future.exception()
                 self._denied(message.topic, trouble)
         return trouble
+
+    async def _renew_if_broken(self, futures: Iterable[asyncio.Future[Any]]) -> None:
+        """A new producer when the broker refused a batch (``breaks_sequence``)."""
+        if any(f.done() and not f.cancelled() and breaks_sequence(f.exception()) for f in futures):
+            await self._broker_call("renewing the producer", self.broker.renew)
+
+    async def _alone(self, message: Message) -> asyncio.Future[Any]:
+        """``message`` sent in a batch of its own: its acknowledgement is awaited."""
+        future = await self.broker.send(message)
+        await self._await_acks([future])
+        await self._renew_if_broken([future])
+        return future
 
     def _denied(self, topic: str, exc: BaseException | None) -> bool:
         """Remember it when ``exc`` says the ACLs deny writing ``topic``; True if so."""
@@ -802,6 +825,13 @@ class Relay:
 
     def _grace_over(self) -> bool:
         return self._since_stop() >= self.config.stop_grace
+
+
+def _too_large(future: asyncio.Future[Any]) -> bool:
+    """Whether ``future`` failed with the broker's refusal of a record as too large."""
+    if not future.done() or future.cancelled():
+        return False
+    return type(future.exception()).__name__ in TOO_LARGE
 
 
 def _describe(exc: BaseException) -> str:

@@ -47,6 +47,9 @@ class Broker:
                 found.add(row_id)
         return found
 
+    async def renew(self) -> None:
+        self.renewed = getattr(self, "renewed", 0) + 1
+
     async def missing_topics(self, topics: set[str]) -> set[str]:
         return set()
 

@@ -49,6 +49,9 @@ class AnsweringBroker:
     async def already_sent(self, wanted: dict[int, tuple[Message, Any]]) -> set[int]:
         return set()
 
+    async def renew(self) -> None:
+        self.renewed = getattr(self, "renewed", 0) + 1
+
     async def send(self, message: Message) -> asyncio.Future[Any]:
         event_id = dict(message.headers)["id"].decode()
         self.sent.append(event_id)

@@ -11,6 +11,10 @@ attempt) and the later rows of its aggregate go back to ``PENDING`` unsent, whil
 other aggregates publish; a broker that cannot be reached, or whose ACLs deny the
 write, is retried in place and counts nothing (a denial named, topic and permission,
 until the send goes). The producer is idempotent with ``acks=all`` unless told otherwise.
+A batch the broker refused leaves aiokafka's idempotent producer out of sequence for its
+partition (every later batch refused as out of order): the relay renews the producer
+after such a refusal, and an out-of-order refusal counts no row's attempt, so the rows
+behind the refused one publish instead of going ``DEAD`` one after another.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from aiokafka.errors import (
     ClusterAuthorizationFailedError,
     KafkaConnectionError,
     KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    OutOfOrderSequenceNumber,
     RecordTooLargeError,
     TopicAuthorizationFailedError,
 )
@@ -65,6 +71,9 @@ class FakeBroker:
                 found.add(row_id)
         return found
 
+    async def renew(self) -> None:
+        self.renewed = getattr(self, "renewed", 0) + 1
+
     async def missing_topics(self, topics: set[str]) -> set[str]:
         return set()
 
@@ -80,6 +89,33 @@ class FakeBroker:
             future.set_exception(TopicAuthorizationFailedError(message.topic))
         elif event_id in self.refuse:
             future.set_exception(RecordTooLargeError())
+        else:
+            self.sent.append(event_id)
+            future.set_result(None)
+        return future
+
+
+class SequencedBroker(FakeBroker):
+    """As aiokafka's idempotent producer: once a batch is refused (``refuse``), every later
+    send is refused as out of sequence until the producer is renewed."""
+
+    def __init__(self, refuse: set[str]) -> None:
+        super().__init__(refuse)
+        self.broken = False
+        self.renewals = 0
+
+    async def renew(self) -> None:
+        self.broken = False
+        self.renewals += 1
+
+    async def send(self, message: Message) -> asyncio.Future[Any]:
+        event_id = dict(message.headers)["id"].decode()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.broken:
+            future.set_exception(OutOfOrderSequenceNumber())
+        elif event_id in self.refuse:
+            self.broken = True
+            future.set_exception(MessageSizeTooLargeError())
         else:
             self.sent.append(event_id)
             future.set_result(None)
@@ -166,6 +202,25 @@ async def test_after_the_last_attempt_the_row_is_dead_and_the_aggregate_moves_on
     assert broker.sent == ["a2"]
 
 
+async def test_a_refused_batch_renews_the_producer_and_the_other_rows_publish(
+    engine: AsyncEngine,
+) -> None:
+    await write(engine, ("big", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c"))
+    broker = SequencedBroker(refuse={"big"})
+    shipper = relay(engine, broker, attempts=2)
+    for _ in range(4):
+        await shipper.run_once()
+        await asyncio.sleep(0.01)  # the next attempt falls due
+
+    assert await state(engine) == {
+        "big": ("DEAD", 2, True),
+        "a2": ("PUBLISHED", 0, False),
+        "b1": ("PUBLISHED", 0, False),
+        "c1": ("PUBLISHED", 0, False),
+    }
+    assert broker.renewals >= 2  # after each refusal of "big"
+
+
 async def test_an_unreachable_broker_is_retried_in_place_and_counts_nothing(
     engine: AsyncEngine,
 ) -> None:
@@ -202,6 +257,7 @@ async def test_a_write_the_acls_deny_waits_in_place_and_counts_nothing(
         (KafkaTimeoutError(), False),
         (TopicAuthorizationFailedError("orders.DLT"), False),
         (ClusterAuthorizationFailedError(), False),
+        (OutOfOrderSequenceNumber(), False),
     ],
 )
 def test_only_a_records_own_refusal_is_its_fault(error: BaseException, row_fault: bool) -> None:

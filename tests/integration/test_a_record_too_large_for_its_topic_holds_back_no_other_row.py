@@ -1,0 +1,64 @@
+"""A row too large for its topic goes ``DEAD`` alone; the rows after it still publish.
+
+Contract: on a one-partition topic created with a small ``max.message.bytes``, after a
+first row published (the idempotent producer has a sequence on the partition), a row
+whose record the broker refuses as too large counts its attempts and goes ``DEAD``,
+while every other row, of its aggregate and of others, is published once (the rows
+refused with it in one batch are sent again each in a batch of its own).
+Before, aiokafka's idempotent producer kept the refused batch's records in the
+partition's sequence, every later batch was refused as out of order, and each row
+after it went ``DEAD`` in turn (Apache Kafka; a producer that is not idempotent, on
+Tansu, never had the sequence to lose).
+"""
+
+from __future__ import annotations
+
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from app.outbox import NewEvent
+from app.pipeline.pause import Backoff
+from tests.integration.support.kafka import OrderTopic
+from tests.integration.support.outbox import relay_on, shipped, statuses, until_idle, write
+
+pytestmark = pytest.mark.integration
+
+MAX_MESSAGE_BYTES = "2000"
+QUICK = Backoff(0.01, 0.01, jitter=0.0)
+
+
+def event(topic: str, aggregate: str, version: int, size: int = 10) -> NewEvent:
+    return NewEvent(topic, "Counted", "Counter", aggregate, {"pad": "x" * size}, version)
+
+
+async def test_a_record_the_topic_refuses_holds_back_no_other_row(
+    topic: OrderTopic, migrated_database: str
+) -> None:
+    stream = topic.stream
+    name = f"{stream.topic}-small"
+    admin = AIOKafkaAdminClient(bootstrap_servers=stream.bootstrap)
+    await admin.start()
+    try:
+        config = {"max.message.bytes": MAX_MESSAGE_BYTES}
+        await admin.create_topics([NewTopic(name, 1, 1, topic_configs=config)])
+    finally:
+        await admin.close()
+    await write(migrated_database, [event(name, "first", 1)], per_transaction=1)
+    async with relay_on(
+        migrated_database, stream.broker_url, max_attempts=2, attempt_backoff=QUICK
+    ) as relay:
+        await until_idle(relay)
+        events = [event(name, "big", 1, size=5_000), event(name, "big", 2)]
+        events += [event(name, f"after-{n}", 1) for n in range(5)]
+        await write(migrated_database, events, per_transaction=1)
+        for _ in range(20):
+            await until_idle(relay)
+            if (await statuses(migrated_database)).get("PENDING", 0) == 0:
+                break
+
+    assert await statuses(migrated_database) == {"PUBLISHED": 7, "DEAD": 1}
+    on_topic = [(e["aggregateId"], e["aggregateVersion"]) for e in await shipped(stream, name)]
+    # Order holds within an aggregate; "big" 2 waited for "big" 1 to go DEAD.
+    assert sorted(on_topic) == sorted(
+        [("first", 1), ("big", 2)] + [(f"after-{n}", 1) for n in range(5)]
+    )
