@@ -37,12 +37,14 @@ from datetime import datetime
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.cluster import ClusterMetadata
 from aiokafka.errors import (
     ClusterAuthorizationFailedError,
     KafkaError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailed,
 )
+from aiokafka.protocol.metadata import MetadataRequest
 
 from app.errors import BrokerDenied, BrokerRefused, BrokerUnreachable
 from app.kafka_clients import KafkaClients
@@ -222,13 +224,30 @@ class KafkaBroker:
 
     async def missing_topics(self, topics: set[str]) -> set[str]:
         """Which of ``topics`` the broker does not have (asks it when one is not known, or
-        the list is older than a minute). Raises when the broker cannot be asked."""
+        the list is older than a minute). Raises when the broker cannot be asked.
+
+        A broker enforcing ACLs leaves out of its list every topic the principal may not
+        Describe: those are asked about by name (never created by asking), and one it
+        will not describe counts as there, so that its send meets the denial and waits in
+        place (``denial``), not as missing, whose rows would count attempts."""
         stale = time.monotonic() - self._topics_at > TOPICS_MAX_AGE_SECONDS
         if stale or not topics <= self._topics:
             metadata = await self._producer.client.fetch_all_metadata()
             self._topics = set(metadata.topics())
             self._topics_at = time.monotonic()
-        return topics - self._topics
+        absent = topics - self._topics
+        if absent:
+            absent -= await self._not_described(absent)
+        return absent
+
+    async def _not_described(self, topics: set[str]) -> set[str]:
+        """Of ``topics``, those the broker refuses to describe to this principal."""
+        client = self._producer.client
+        request = MetadataRequest(sorted(topics), allow_auto_topic_creation=False)
+        answer = await client.send(client.get_random_node(), request)
+        cluster = ClusterMetadata()
+        cluster.update_metadata(answer)
+        return set(cluster.unauthorized_topics) & topics
 
     async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
         """Of ``wanted`` (row id -> record, row's ``created_at``), the rows whose record is on

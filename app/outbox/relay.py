@@ -550,8 +550,8 @@ class Relay:
                 if is_row_fault(exc):
                     cycle.fail(row, _describe(exc))
                     del pending[row_id]
-                elif is_infrastructure(exc) or self._denied(message.topic, exc):
-                    trouble = exc
+                elif self._denied(message.topic, exc) or is_infrastructure(exc):
+                    trouble = exc  # a denial first: remembered, and said on /ready
                 else:
                     raise
         await self._await_acks(list(futures.values()))
