@@ -20,6 +20,7 @@ _ASYNC_DRIVERS = {
     "sqlite": "sqlite+aiosqlite",
 }
 _NOT_SHOWN = "(the value is not shown: it may hold a password)"
+_ASYNC_DRIVER_NAMES = {"asyncpg", "aiomysql", "aiosqlite", "asyncmy", "psycopg"}
 # The drivers of the optional extras: (module, extra, what the URL is).
 _EXTRAS = {
     "postgresql+asyncpg": ("asyncpg", "postgres", "a PostgreSQL database URL"),
@@ -42,6 +43,13 @@ def normalise_database_url(url: str) -> str:
             f"{_NOT_SHOWN}"
         )
     if "+" in scheme:
+        driver = scheme.partition("+")[2].lower()
+        if driver not in _ASYNC_DRIVER_NAMES:
+            raise ValueError(
+                f"the database URL names the driver {driver!r}, which the framework does not "
+                "use (it runs on asyncio); write postgresql://, mysql:// or sqlite:// and it "
+                "picks asyncpg, aiomysql or aiosqlite"
+            )
         normalised = url
     else:
         driver = _ASYNC_DRIVERS.get(scheme.lower())

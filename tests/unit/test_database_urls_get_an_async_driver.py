@@ -4,7 +4,8 @@ Contract: ``normalise_database_url`` maps ``postgres://`` and ``postgresql://``
 to ``postgresql+asyncpg://``, ``mysql://`` and ``mariadb://`` to
 ``mysql+aiomysql://`` and ``sqlite://`` to ``sqlite+aiosqlite://`` (scheme case
 ignored), keeping the rest of the URL byte for byte; a URL that already names
-a driver is returned unchanged; anything else is a ``ValueError``, and so is an
+a driver is returned unchanged (one the framework cannot run on, a synchronous one such
+as psycopg2 or PyMySQL, is named); anything else is a ``ValueError``, and so is an
 ``@`` left unencoded in a password (SQLAlchemy would take the rest for the host,
 print it and wait for a host that never answers), without quoting the password.
 """
@@ -81,3 +82,13 @@ def test_an_at_sign_written_as_percent_40_is_kept() -> None:
     url = "postgresql://app:s3cr%40tpass@db.example/orders"
 
     assert normalise_database_url(url) == "postgresql+asyncpg://app:s3cr%40tpass@db.example/orders"
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql+psycopg2://u:pw@db/orders", "mysql+pymysql://u:pw@db/orders"]
+)
+def test_a_driver_the_framework_cannot_run_on_is_named(url: str) -> None:
+    with pytest.raises(ValueError, match="which the framework does not use") as caught:
+        normalise_database_url(url)
+
+    assert "pw@" not in str(caught.value)
