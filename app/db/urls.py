@@ -43,10 +43,10 @@ def normalise_database_url(url: str) -> str:
             f"{_NOT_SHOWN}"
         )
     if "+" in scheme:
-        driver = scheme.partition("+")[2].lower()
-        if driver not in _ASYNC_DRIVER_NAMES:
+        named = scheme.partition("+")[2].lower()
+        if named not in _ASYNC_DRIVER_NAMES:
             raise ValueError(
-                f"the database URL names the driver {driver!r}, which the framework does not "
+                f"the database URL names the driver {named!r}, which the framework does not "
                 "use (it runs on asyncio); write postgresql://, mysql:// or sqlite:// and it "
                 "picks asyncpg, aiomysql or aiosqlite"
             )

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from app.records import RawRecord
 from app.runtime.batches import BatchGivenUp
@@ -33,14 +33,19 @@ log = logging.getLogger("effectively_once.worker")
 async def wait_until_due(
     records: Sequence[RawRecord],
     holds: Callable[[], bool],
+    tier_delay: float | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> None:
     """Return once the last of ``records`` is due; ``BatchGivenUp`` as soon as ``holds()``
     is false meanwhile, and before returning (also for records without a due time: faust
     commits past a lone record it no longer tracks). A tier's records come in due order, so
-    waiting for the batch's last one delays the others by at most the batch wait."""
-    due = [due for due in map(due_at, records) if due is not None]
+    waiting for the batch's last one delays the others by at most the batch wait.
+
+    ``tier_delay``: a record is due ``tier_delay`` seconds after the broker stamped it at
+    the latest, whatever its ``retry-due-at`` says (written by a worker whose clock ran
+    fast, or by a producer): one record due in a day would hold up its whole tier."""
+    due = [when for record in records if (when := _capped(record, tier_delay)) is not None]
     wait = (max(due) - now()).total_seconds() if due else 0.0
     if wait >= LOGGED_WAIT_SECONDS:
         log.info("%s: %d record(s) due in %.0fs", records[0].topic, len(records), wait)
@@ -51,3 +56,12 @@ async def wait_until_due(
         await sleep(min(left, CHECK_EVERY_SECONDS))
     if not holds():
         raise BatchGivenUp(f"a rebalance while {len(records)} record(s) waited")
+
+
+def _capped(record: RawRecord, tier_delay: float | None) -> datetime | None:
+    """``record``'s due time, no later than its broker timestamp plus ``tier_delay``."""
+    when = due_at(record)
+    if when is None or tier_delay is None or record.timestamp_ms is None:
+        return when
+    latest = datetime.fromtimestamp(record.timestamp_ms / 1000, UTC) + timedelta(seconds=tier_delay)
+    return min(when, latest)

@@ -81,10 +81,10 @@ def create_app(
     services = _LazyServices(settings, registry)
     progress = add_observability(app, settings, registry, clients, services.relay_health)
     base = settings.order_topic
-    _agent(app, _topic(app, settings, base), services, progress, "main", wait_until_due=False)
+    _agent(app, _topic(app, settings, base), services, progress, "main", tier_delay=None)
     for delay in settings.retry_delay_seconds:
         name = retry_topic(base, delay)
-        _agent(app, _topic(app, settings, name), services, progress, name, wait_until_due=True)
+        _agent(app, _topic(app, settings, name), services, progress, name, tier_delay=delay)
     # No agent reads the DLT, so faust would not create it: declared with the services,
     # before the first batch, so that dead letters land on a topic of the right shape.
     services.declare(_topic(app, settings, dlt_topic(base)))
@@ -168,7 +168,7 @@ def _agent(
     services: _LazyServices,
     progress: Progress,
     name: str,
-    wait_until_due: bool,
+    tier_delay: float | None,
 ) -> None:
     settings = services.settings
 
@@ -180,10 +180,12 @@ def _agent(
 
         async def process(messages: list[Any]) -> None:
             records, decoded = ahead.take(messages)
-            if wait_until_due:
+            if tier_delay is not None:
                 try:
                     with progress.waiting_until_due(records[0].topic):
-                        await due.wait_until_due(records, lambda: intake.holds(messages))
+                        await due.wait_until_due(
+                            records, lambda: intake.holds(messages), tier_delay
+                        )
                 except BatchGivenUp as given_up:
                     log.info("%s: %s; left to the partitions' next owner", name, given_up)
                     raise

@@ -8,8 +8,10 @@ check must not depend on the tier's records carrying one); otherwise it returns
 only once the last record of the batch is due, asking ``holds()`` at least every
 ``CHECK_EVERY_SECONDS`` meanwhile, and raises ``BatchGivenUp`` as soon as
 ``holds()`` is false (a rebalance took the batch's partitions, or is under way),
-without waiting for the due time. (Clock and sleep are the real ones, over
-fractions of a second.)
+without waiting for the due time. A record is due no later than the tier's delay after
+its broker timestamp, whatever its ``retry-due-at`` says (a worker's clock ran fast, a
+producer wrote it): a record claiming to be due in an hour does not hold up the tier.
+(Clock and sleep are the real ones, over fractions of a second.)
 """
 
 from __future__ import annotations
@@ -89,3 +91,13 @@ async def test_a_batch_that_is_no_longer_held_is_given_up_without_waiting() -> N
     await rebalance
 
     assert time.monotonic() - started < 0.3 + 2 * CHECK_EVERY_SECONDS
+
+
+async def test_a_due_time_beyond_the_tiers_delay_waits_no_longer_than_the_delay() -> None:
+    stamped_now = int(datetime.now(UTC).timestamp() * 1000)
+    far = retry(3600)._replace(timestamp_ms=stamped_now)
+    started = time.monotonic()
+
+    await asyncio.wait_for(wait_until_due([far], lambda: True, tier_delay=0.3), 5)
+
+    assert 0.2 <= time.monotonic() - started < 2
