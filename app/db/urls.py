@@ -20,7 +20,7 @@ _ASYNC_DRIVERS = {
     "sqlite": "sqlite+aiosqlite",
 }
 _NOT_SHOWN = "(the value is not shown: it may hold a password)"
-_ASYNC_DRIVER_NAMES = {"asyncpg", "aiomysql", "aiosqlite", "asyncmy", "psycopg"}
+_ASYNC_DRIVER_NAMES = {"asyncpg", "aiomysql", "aiosqlite"}  # the connect arguments are theirs
 # The drivers of the optional extras: (module, extra, what the URL is).
 _EXTRAS = {
     "postgresql+asyncpg": ("asyncpg", "postgres", "a PostgreSQL database URL"),
@@ -47,8 +47,8 @@ def normalise_database_url(url: str) -> str:
         if named not in _ASYNC_DRIVER_NAMES:
             raise ValueError(
                 f"the database URL names the driver {named!r}, which the framework does not "
-                "use (it runs on asyncio); write postgresql://, mysql:// or sqlite:// and it "
-                "picks asyncpg, aiomysql or aiosqlite"
+                "use; write postgresql://, mysql:// or sqlite:// and it picks asyncpg, "
+                "aiomysql or aiosqlite"
             )
         normalised = url
     else:
@@ -79,7 +79,8 @@ def check_parts(url: str) -> None:
         raise ValueError("the port of the database URL is not between 1 and 65535")
     if parsed.host is not None and any(c.isspace() for c in parsed.host):
         raise ValueError(f"the host of the database URL contains a space {_NOT_SHOWN}")
-    if parsed.host is not None and "@" in parsed.host:
+    before_query = url.partition("://")[2].partition("?")[0]
+    if (parsed.host is not None and "@" in parsed.host) or before_query.count("@") > 1:
         # SQLAlchemy ends the password at its first "@": the rest would be taken for the
         # host (never reached) and printed with it.
         raise ValueError(

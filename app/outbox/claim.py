@@ -393,7 +393,9 @@ async def _scan(
         or_(t.c.next_retry_at.is_(None), t.c.next_retry_at <= planner.now),
         ~_EARLIER_UNPUBLISHED,
     )
-    planner.feed(_seen(row) for row in await session.execute(heads.order_by(t.c.id).limit(page)))
+    found = [_seen(row) for row in await session.execute(heads.order_by(t.c.id).limit(page))]
+    # With the PROCESSING rows not fed yet: a dead relay's, whose lease expired, are taken.
+    planner.feed(sorted([*found, *processing], key=lambda row: row.id))
 
 
 def _earlier_unpublished() -> ColumnElement[bool]:

@@ -587,8 +587,15 @@ class Relay:
             await self._broker_call("renewing the producer", self.broker.renew)
 
     async def _alone(self, message: Message) -> asyncio.Future[Any]:
-        """``message`` sent in a batch of its own: its acknowledgement is awaited."""
-        future = await self.broker.send(message)
+        """``message`` sent in a batch of its own: its acknowledgement is awaited. A send that
+        raises (no metadata yet, a denial) comes back as a future holding that error, which
+        the caller sorts as any refusal (the row's, a denial, an outage)."""
+        try:
+            future = await self.broker.send(message)
+        except Exception as exc:
+            future = asyncio.get_running_loop().create_future()
+            future.set_exception(exc)
+            return future
         await self._await_acks([future])
         await self._renew_if_broken([future])
         return future

@@ -107,12 +107,19 @@ def through_a_dependency(exc: BaseException) -> bool:
     that is the event's failure, routed through the retry tiers, or a batch would wait
     in place for ever on a dependency the framework cannot see recover.
     """
-    tb = exc.__traceback__
-    while tb is not None:
-        module = tb.tb_frame.f_globals.get("__name__", "")
-        if module.startswith(("sqlalchemy", *_DRIVERS)):
-            return True
-        tb = tb.tb_next
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    # Its causes too: a handler's own deadline around a statement (``asyncio.timeout``,
+    # ``wait_for``) raises in the handler, the cancelled statement its cause; so does a
+    # handler that turns a driver's error into one of its own (``raise ... from exc``).
+    while found is not None and id(found) not in seen:
+        seen.add(id(found))
+        tb = found.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_globals.get("__name__", "").startswith(("sqlalchemy", *_DRIVERS)):
+                return True
+            tb = tb.tb_next
+        found = found.__cause__
     return False
 
 

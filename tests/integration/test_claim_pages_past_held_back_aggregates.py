@@ -7,7 +7,8 @@ leaves those aggregates out and claims the rows after them: those of other aggre
 including one with the same id under another aggregate type, in id order. When every
 page it may read (``MAX_SCAN_PAGES``) holds only rows waiting for their next attempt, it
 still claims the due rows after them that nothing unpublished of their aggregate
-precedes, and never one behind a waiting row (before, such a backlog held back every
+precedes, and the rows of a dead relay whose lease expired, and never one behind a
+waiting row (before, such a backlog held back every
 other aggregate). On each database.
 """
 
@@ -75,11 +76,18 @@ async def test_a_page_of_held_back_rows_is_passed_and_only_their_aggregates_left
 async def test_due_rows_past_every_page_of_rows_that_wait_are_claimed(
     migrated_database: str,
 ) -> None:
-    limit = 2
+    limit = 3
     waiting = [event("Counter", f"waits-{n}", 1) for n in range(MAX_SCAN_PAGES * limit + 1)]
     behind = event("Counter", "waits-0", 2)  # due, but behind its aggregate's waiting row
     due = [event("Counter", "due-a", 1), event("Counter", "due-a", 2), event("Other", "x", 1)]
-    await write(migrated_database, [*waiting, behind, *due], per_transaction=100)
+    orphan = event("Counter", "orphan", 1)  # a dead relay's, its lease expired
+    await write(migrated_database, [*waiting, behind, *due, orphan], per_transaction=100)
+    [orphan_id] = [
+        row["id"]
+        for row in await rows(migrated_database, "aggregate_id")
+        if row["aggregate_id"] == "orphan"
+    ]
+    await claimed_by_a_dead_relay(migrated_database, [orphan_id], NOW - timedelta(minutes=1))
     engine = create_engine(migrated_database, pool_size=1)
     try:
         async with engine.begin() as conn:
@@ -99,4 +107,5 @@ async def test_due_rows_past_every_page_of_rows_that_wait_are_claimed(
     assert [(row["aggregate_type"], row["aggregate_id"]) for row in claimed] == [
         ("Counter", "due-a"),
         ("Other", "x"),
+        ("Counter", "orphan"),
     ]

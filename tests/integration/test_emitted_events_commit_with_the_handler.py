@@ -29,7 +29,7 @@ from schemas.envelope import Event
 from tests.integration.support.databases import BACKENDS
 from tests.integration.support.outbox import rows
 from tests.pipeline.events import TOPIC, Records
-from tests.pipeline.support import kinds
+from tests.pipeline.support import database_down, kinds
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +64,8 @@ async def test_emitted_rows_follow_the_handlers_commit(migrated_database: str) -
         if event_id == "e2":
             return ValueError("points service says no")
         if event_id == "e3" and attempts[event_id] == 1:
-            return ConnectionResetError("database went away")  # the whole batch runs again
+            # The whole batch runs again: a database gone under a handler's statement.
+            return database_down(ConnectionResetError("database went away"))
         return None
 
     register(registry, fails)

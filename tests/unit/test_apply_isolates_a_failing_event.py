@@ -129,6 +129,28 @@ async def test_an_infrastructure_failure_becomes_infrastructure_error(error: Exc
     assert raised.value.__cause__ is error
 
 
+def _raised_inside_the_driver() -> Any:
+    """A function whose frame belongs to a database driver's module, as asyncpg's would."""
+    namespace: dict[str, Any] = {"__name__": "asyncpg.protocol.fake"}
+    exec("def execute():\n    raise ConnectionResetError('connection reset')", namespace)
+    return namespace["execute"]
+
+
+async def test_a_handlers_deadline_around_a_statement_that_failed_inside_is_infrastructure() -> (
+    None
+):
+    execute = _raised_inside_the_driver()
+
+    async def bounded(event: Any, ctx: HandlerContext) -> None:
+        try:
+            execute()
+        except ConnectionResetError as exc:
+            raise TimeoutError("the statement ran past the handler's deadline") from exc
+
+    with pytest.raises(InfrastructureError):
+        await run_handlers([spec(bounded)], [item()], context())
+
+
 async def test_an_event_no_outbox_row_can_hold_is_a_non_retryable_failure() -> None:
     error = InvalidOutboxEvent("topic 'shop totals' is no Kafka topic name")
     with pytest.raises(HandlerFailed) as raised:

@@ -122,6 +122,23 @@ class SequencedBroker(FakeBroker):
         return future
 
 
+class SlowToRecoverBroker(SequencedBroker):
+    """``SequencedBroker`` refusing each of ``refuse`` as too large, whose first send after
+    a renewal finds no metadata yet (it raises)."""
+
+    async def renew(self) -> None:
+        await super().renew()
+        self.down += 1
+
+    async def send(self, message: Message) -> asyncio.Future[Any]:
+        if self.down:
+            self.down -= 1
+            raise KafkaTimeoutError()
+        if dict(message.headers)["id"].decode() in self.refuse:
+            self.broken = False  # refused as too large each time, whatever came before
+        return await super().send(message)
+
+
 async def write(engine: AsyncEngine, *rows: tuple[str, str]) -> None:
     """``(event id, aggregate)`` pairs, in this order."""
     async with session_factory(engine)() as session, session.begin():
@@ -219,6 +236,24 @@ async def test_a_refused_batch_renews_the_producer_and_the_other_rows_publish(
         "c1": ("PUBLISHED", 0, False),
     }
     assert broker.renewals >= 2  # after each refusal of "big"
+
+
+async def test_a_send_that_raises_after_a_renewal_is_retried_not_fatal(
+    engine: AsyncEngine,
+) -> None:
+    await write(engine, ("big", "a"), ("big2", "d"), ("b1", "b"), ("c1", "c"))
+    broker = SlowToRecoverBroker(refuse={"big", "big2"})
+    shipper = relay(engine, broker, attempts=2)
+    for _ in range(4):
+        await shipper.run_once()
+        await asyncio.sleep(0.01)
+
+    assert await state(engine) == {
+        "big": ("DEAD", 2, True),
+        "big2": ("DEAD", 2, True),
+        "b1": ("PUBLISHED", 0, False),
+        "c1": ("PUBLISHED", 0, False),
+    }
 
 
 async def test_an_unreachable_broker_is_retried_in_place_and_counts_nothing(
