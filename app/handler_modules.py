@@ -18,6 +18,7 @@ import importlib
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from types import ModuleType
 
 from app.errors import ConfigurationError
 from app.registry import HandlerSpec, Registry
@@ -45,6 +46,30 @@ def check_allowlist(registry: Registry, names: Sequence[str]) -> None:
     """Raise ``ConfigurationError`` naming every module outside ``names`` that registered a
     ``@handler`` in ``registry``."""
     check_specs(registry.specs(), names)
+
+
+def imported_by(names: Sequence[str]) -> set[str]:
+    """The modules ``names`` (and their submodules) import, directly or through others:
+    every module reached from theirs through a module, or an object of one, they hold."""
+    todo: list[ModuleType | None] = [
+        module for name, module in list(sys.modules.items()) if _listed(name, names)
+    ]
+    seen: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module is None or module.__name__ in seen:
+            continue
+        seen.add(module.__name__)
+        for value in list(vars(module).values()):
+            if isinstance(value, ModuleType):
+                todo.append(value)
+            elif isinstance(owner := getattr(value, "__module__", None), str):
+                todo.append(sys.modules.get(owner))
+    return seen
+
+
+def _listed(module: str, names: Sequence[str]) -> bool:
+    return any(module == name or module.startswith(f"{name}.") for name in names)
 
 
 def check_specs(specs: Iterable[HandlerSpec], names: Sequence[str]) -> None:

@@ -18,7 +18,7 @@ from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.migrate import upgrade_to_head
 from app.db.tables import outbox_event
 from app.errors import ConfigurationError
-from app.handler_modules import check_specs, import_handler_modules
+from app.handler_modules import check_specs, import_handler_modules, imported_by
 from app.outbox.message import Message, message_of
 from app.outbox.status import RECORD_AGGREGATE_TYPE
 from app.pipeline.outcomes import Outcome
@@ -108,11 +108,13 @@ class Harness:
     async def start(self) -> Harness:
         """Import the modules, migrate the database, add ``tables``."""
         if self._registry is None:
-            before = set(default_registry.specs())
             import_handler_modules(self.modules)
-            # As the worker refuses to start: a handler the import registered from a module
-            # outside the list (imported by one of them) would run without its migrations.
-            check_specs([s for s in default_registry.specs() if s not in before], self.modules)
+            # As the worker refuses to start: a handler registered from a module outside the
+            # list that one of them imports would run without its migrations.
+            reached = imported_by(self.modules)
+            check_specs(
+                [s for s in default_registry.specs() if s.fn.__module__ in reached], self.modules
+            )
             self._registry = registry_of(default_registry, self.modules)
         await upgrade_to_head(self.database_url, self.modules)
         self._engine = create_engine(self.database_url)

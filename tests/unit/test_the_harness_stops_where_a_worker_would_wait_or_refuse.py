@@ -7,12 +7,14 @@ where a worker would wait for the database to come back (before, the test hung);
 handler's own ``TimeoutError`` is its failure, routed to the first retry tier, with no
 pause. Starting a harness on a package that imports a module registering a handler
 from outside it raises the ``ConfigurationError`` the worker starts with (before, the
-harness left that handler out and the test passed).
+harness left that handler out and the test passed), whether or not the package was
+imported before, and every time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Iterator
 from itertools import count
 from pathlib import Path
@@ -83,10 +85,17 @@ async def test_a_batch_that_keeps_pausing_raises_with_its_cause(folder: Path) ->
     assert [(o.consumer, o.kind) for o in outcomes] == [(package, Kind.RETRIED)]
 
 
-async def test_a_handler_registered_from_outside_the_package_is_refused(folder: Path) -> None:
+@pytest.mark.parametrize("imported_first", [False, True])
+async def test_a_handler_registered_from_outside_the_package_is_refused(
+    folder: Path, imported_first: bool
+) -> None:
     package = f"importer{next(_names)}"
     (folder / f"{package}_shared.py").write_text(SHARED.format(package=package))
     (folder / f"{package}.py").write_text(IMPORTS_AN_OUTSIDER.format(package=package))
+    if imported_first:  # as a test module does that imports the package's tables first
+        importlib.import_module(package)
 
     with pytest.raises(ConfigurationError, match=f"'{package}_shared' registers consumer"):
         await Harness(package).start()
+    with pytest.raises(ConfigurationError, match=f"'{package}_shared' registers consumer"):
+        await Harness(package).start()  # and again: not only at the first import
