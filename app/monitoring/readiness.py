@@ -4,7 +4,8 @@ Ready means: the database answers ``SELECT 1``, a broker accepts a connection wi
 the worker's own settings (TLS and login included),
 the consumer has partitions assigned (one in the middle of a rebalance is
 alive but not ready; one beyond the partition count, after the group settled,
-is a ready spare), the in-worker relay runs and its cycles end, and batches
+is a ready spare), the in-worker relay runs and its cycles end (a worker without one,
+``RELAY_ENABLED=false``: no outbox row has waited past ``RELAY_STALL_SECONDS``), and batches
 complete: a worker that has completed none for ``READY_STALL_SECONDS`` while
 records wait is stuck (a connection that hangs, a pause that lasts), not ready.
 """
@@ -13,11 +14,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sqlalchemy import text
+from sqlalchemy import or_, select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db.tables import outbox_event
+from app.outbox.status import OutboxStatus
 
 CHECK_TIMEOUT_SECONDS = 1.0
 
@@ -97,6 +102,39 @@ async def broker(clients: Connects, within: float = CHECK_TIMEOUT_SECONDS) -> Ch
     except Exception as exc:
         return Check("broker", False, str(exc) or type(exc).__name__)
     return Check("broker", True, f"{server} accepts connections")
+
+
+async def outbox(engine: AsyncEngine, limit: float, within: float = CHECK_TIMEOUT_SECONDS) -> Check:
+    """No due outbox row has waited more than ``limit`` seconds: for a worker with no relay of
+    its own (``RELAY_ENABLED=false``), whose retry and dead-letter records, and the events
+    its handlers emit, another process must ship."""
+    t = outbox_event
+    now = datetime.now(UTC)
+    oldest = (
+        select(t.c.created_at)
+        .where(
+            t.c.status == OutboxStatus.PENDING.value,
+            or_(t.c.next_retry_at.is_(None), t.c.next_retry_at <= now),
+        )
+        .order_by(t.c.id)
+        .limit(1)
+    )
+    try:
+        async with asyncio.timeout(within), engine.connect() as conn:
+            created = await conn.scalar(oldest)
+    except Exception as exc:
+        return Check("outbox", False, f"cannot read the outbox: {_describe(exc)}")
+    if created is None:
+        return Check("outbox", True, "no row waits for a relay")
+    age = (now - (created if created.tzinfo else created.replace(tzinfo=UTC))).total_seconds()
+    if age > limit:
+        return Check(
+            "outbox",
+            False,
+            f"an outbox row has waited {age:.0f}s for a relay (RELAY_ENABLED=false here: "
+            "is a relay running on this database?)",
+        )
+    return Check("outbox", True, f"the oldest row waiting for a relay is {age:.0f}s old")
 
 
 def partitions(assigned: int | None, settled: bool = False) -> Check:

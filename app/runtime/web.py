@@ -144,6 +144,8 @@ def add_observability(
             settled = app.rebalancing_count > 0 and not app.rebalancing
             assigned = readiness.partitions(_assigned(partitions), settled)
             relay = relay_health()
+            if relay is None and not settings.relay_enabled:
+                relay = await readiness.outbox(database.engine, settings.relay_stall_seconds)
             checks = (db, broker, assigned, stalled, *([relay] if relay is not None else []))
             report = readiness.Readiness(checks)
             return self.json(report.body(), status=200 if report.ok else 503)
