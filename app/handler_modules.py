@@ -52,7 +52,7 @@ def imported_by(names: Sequence[str]) -> set[str]:
     """The modules ``names`` (and their submodules) import, directly or through others:
     every module reached from theirs through a module, or an object of one, they hold."""
     todo: list[ModuleType | None] = [
-        module for name, module in list(sys.modules.items()) if _listed(name, names)
+        module for name, module in list(sys.modules.items()) if listed(name, names)
     ]
     seen: set[str] = set()
     while todo:
@@ -68,7 +68,8 @@ def imported_by(names: Sequence[str]) -> set[str]:
     return seen
 
 
-def _listed(module: str, names: Sequence[str]) -> bool:
+def listed(module: str, names: Sequence[str]) -> bool:
+    """Whether ``module`` is one of ``names`` or a submodule of one."""
     return any(module == name or module.startswith(f"{name}.") for name in names)
 
 
@@ -77,7 +78,7 @@ def check_specs(specs: Iterable[HandlerSpec], names: Sequence[str]) -> None:
     outside: dict[str, set[str]] = {}
     for spec in specs:
         module = spec.fn.__module__
-        if not any(module == name or module.startswith(f"{name}.") for name in names):
+        if not listed(module, names):
             outside.setdefault(module, set()).add(spec.consumer)
     if not outside:
         return

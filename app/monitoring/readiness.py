@@ -22,6 +22,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.tables import outbox_event
+from app.outbox.claim import aware
 from app.outbox.status import OutboxStatus
 
 CHECK_TIMEOUT_SECONDS = 1.0
@@ -126,7 +127,7 @@ async def outbox(engine: AsyncEngine, limit: float, within: float = CHECK_TIMEOU
         return Check("outbox", False, f"cannot read the outbox: {_describe(exc)}")
     if created is None:
         return Check("outbox", True, "no row waits for a relay")
-    age = (now - (created if created.tzinfo else created.replace(tzinfo=UTC))).total_seconds()
+    age = (now - aware(created)).total_seconds()
     if age > limit:
         return Check(
             "outbox",

@@ -18,7 +18,7 @@ from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.migrate import upgrade_to_head
 from app.db.tables import outbox_event
 from app.errors import ConfigurationError
-from app.handler_modules import check_specs, import_handler_modules, imported_by
+from app.handler_modules import check_specs, import_handler_modules, imported_by, listed
 from app.outbox.message import Message, message_of
 from app.outbox.status import RECORD_AGGREGATE_TYPE
 from app.pipeline.outcomes import Outcome
@@ -238,7 +238,7 @@ def registry_of(registry: Registry, modules: Sequence[str]) -> Registry:
     only = Registry()
     for spec in registry.specs():
         module = spec.fn.__module__
-        if any(module == name or module.startswith(f"{name}.") for name in modules):
+        if listed(module, modules):
             only.add(spec)
     if not only.consumers:
         raise ConfigurationError(f"Harness: no @handler registered by {', '.join(modules)}")

@@ -10,38 +10,20 @@ the topic counted as missing: the relay tried to create it and its rows went ``D
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
 
 from app.demo.acl_kafka import AclKafka
+from app.demo.broker import free_port
 from app.outbox import NewEvent
 from tests.integration.support.acls import USER, acl_stream, create_topics, grant
+from tests.integration.support.http import get_json_at
 from tests.integration.support.outbox import rows, write
 from tests.integration.support.relays import Relays
 from tests.integration.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-async def ready(port: int) -> tuple[int, Any]:
-    try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"http://127.0.0.1:{port}/ready", timeout=aiohttp.ClientTimeout(5)) as got,
-        ):
-            return got.status, await got.json()
-    except aiohttp.ClientConnectionError:
-        return 0, None
 
 
 async def test_a_topic_not_even_described_waits_in_place_until_granted(
@@ -65,7 +47,7 @@ async def test_a_topic_not_even_described_waits_in_place_until_granted(
     try:
         relays.start(migrated_database, stream.broker_url, env)
         _, body = await eventually(
-            lambda: ready(port),
+            lambda: get_json_at(port, "/ready"),
             lambda got: got[0] == 503 and "not allowed to write" in str(got[1]),
             what="/ready naming the denied write",
             within=60,

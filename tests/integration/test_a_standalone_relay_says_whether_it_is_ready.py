@@ -10,38 +10,17 @@ a standalone relay had only ``/metrics``: nothing an orchestrator could act on).
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
 
+from app.demo.broker import free_port
+from tests.integration.support.http import get_at, get_json_at
 from tests.integration.support.relays import Relays
 from tests.integration.support.waiting import eventually
 from tests.integration.support.workers import Stream
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-async def fetch(port: int, path: str) -> tuple[int, Any]:
-    """``(status, body)``: the JSON body of ``/ready``, the text of ``/metrics``; ``(0, None)``
-    while nothing listens."""
-    try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"http://127.0.0.1:{port}{path}", timeout=aiohttp.ClientTimeout(5)) as got,
-        ):
-            body = await got.json() if path == "/ready" else await got.text()
-            return got.status, body
-    except aiohttp.ClientConnectionError:
-        return 0, None
 
 
 async def test_a_running_relay_is_ready(
@@ -53,12 +32,15 @@ async def test_a_running_relay_is_ready(
         relays.start(migrated_database, stream.broker_url, {"RELAY_METRICS_PORT": str(port)})
 
         status, body = await eventually(
-            lambda: fetch(port, "/ready"), lambda got: got[0] == 200, what="/ready 200", within=60
+            lambda: get_json_at(port, "/ready"),
+            lambda got: got[0] == 200,
+            what="/ready 200",
+            within=60,
         )
         assert body["status"] == "ready" and body["failed"] == []
         assert body["checks"]["relay"]["ok"] is True
         assert "row(s) published" in body["checks"]["relay"]["detail"]
-        status, metrics = await fetch(port, "/metrics")
+        status, metrics = await get_at(port, "/metrics")
         assert status == 200 and "effectively_once_relay" in metrics
     finally:
         relays.kill_all()
@@ -74,7 +56,10 @@ async def test_a_relay_that_cannot_reach_its_database_is_not_ready(
         relays.start("postgresql+asyncpg://postgres:pw@127.0.0.1:9/nowhere", stream.broker_url, env)
 
         _, body = await eventually(
-            lambda: fetch(port, "/ready"), lambda got: got[0] == 503, what="/ready 503", within=60
+            lambda: get_json_at(port, "/ready"),
+            lambda got: got[0] == 503,
+            what="/ready 503",
+            within=60,
         )
         assert body["status"] == "not ready" and body["failed"] == ["relay"]
         assert body["checks"]["relay"]["detail"].startswith("no relay cycle ended for ")

@@ -1,4 +1,4 @@
-"""Talk to a worker's web port: /metrics, /health, /ready."""
+"""Talk to a worker's web port (/metrics, /health, /ready), or a relay's."""
 
 from __future__ import annotations
 
@@ -17,17 +17,27 @@ REQUEST_TIMEOUT_SECONDS = 5
 
 async def get(worker: WorkerProcess, path: str) -> tuple[int, str]:
     """``GET path`` on the worker's web port: status and body."""
-    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS)
-    async with (
-        aiohttp.ClientSession(timeout=timeout) as session,
-        session.get(f"http://127.0.0.1:{worker.web_port}{path}") as response,
-    ):
-        return response.status, await response.text()
+    return await get_at(worker.web_port, path)
 
 
 async def get_json(worker: WorkerProcess, path: str) -> tuple[int, Any]:
     """``GET path``, body decoded from JSON."""
-    status, body = await get(worker, path)
+    return await get_json_at(worker.web_port, path)
+
+
+async def get_at(port: int, path: str) -> tuple[int, str]:
+    """``GET path`` on ``port`` of this host (a worker's, a relay's): status and body."""
+    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS)
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.get(f"http://127.0.0.1:{port}{path}") as response,
+    ):
+        return response.status, await response.text()
+
+
+async def get_json_at(port: int, path: str) -> tuple[int, Any]:
+    """``get_at``, body decoded from JSON."""
+    status, body = await get_at(port, path)
     return status, orjson.loads(body)
 
 
