@@ -32,6 +32,7 @@ CONTEXT_FIELDS = (
     "topic",
     "partition",
     "offset",
+    "count",
 )
 
 

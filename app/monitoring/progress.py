@@ -25,8 +25,11 @@ log = logging.getLogger("effectively_once.outcomes")
 
 TopicPartition = tuple[str, int]
 
-# Outcomes worth a line at INFO or above; applied and duplicate events log at DEBUG only.
-_NOTABLE = frozenset({"parked", "stale", "retried", "dead-lettered", "skipped", "poison"})
+# Outcomes worth a line of their own at INFO or above; applied and duplicate events log at
+# DEBUG only. Parked and stale events are routine ordering (a producer's swapped or repeated
+# versions): a line each at DEBUG, and one line per consumer and batch at INFO that counts them.
+_NOTABLE = frozenset({"retried", "dead-lettered", "skipped", "poison"})
+_ROUTINE = frozenset({Kind.PARKED, Kind.STALE})
 
 
 class PartitionSource(Protocol):
@@ -166,37 +169,71 @@ class Progress:
 
 
 def log_outcomes(outcomes: Sequence[Outcome]) -> None:
-    """One line per outcome, fields in ``extra`` (``LOG_FORMAT=json`` turns them into keys):
-    the only line of a poison record, which names it by where it was read.
+    """One line per notable outcome, fields in ``extra`` (``LOG_FORMAT=json`` turns them into
+    keys): the only line of a poison record, which names it by where it was read.
 
     A retried event is a WARNING, a dead letter (and poison dead-lettered now) an
-    ERROR, other notable outcomes INFO, applied and duplicate events DEBUG.
+    ERROR, a skipped one INFO. Parked and stale events get one INFO line per consumer and
+    kind for the batch (``summarise``), and a line each at DEBUG, as applied and duplicate
+    events do.
     """
-    if not log.isEnabledFor(logging.DEBUG):  # the common case: notable outcomes only
-        outcomes = [outcome for outcome in outcomes if outcome.kind in _NOTABLE]
+    debug = log.isEnabledFor(logging.DEBUG)
+    routine: dict[tuple[str, Kind], list[Outcome]] = {}
     for outcome in outcomes:
-        level = level_of(outcome)
-        if not log.isEnabledFor(level):
-            continue
-        kind = str(outcome.kind)
-        extra = {
-            "eventId": outcome.event_id,
-            "consumer": outcome.consumer,
-            "outcome": kind,
-            "eventType": outcome.event_type,
-        }
-        for key, attribute in _OPTIONAL_FIELDS:
-            value = getattr(outcome, attribute, None)  # fields a pipeline version may add
-            if value is not None:
-                extra[key] = value
-        what = f"event {outcome.event_id}" if outcome.event_id else "a record without eventId"
-        where = (
-            f" at {outcome.topic}[{outcome.partition}]@{outcome.offset}" if outcome.topic else ""
-        )
-        who = f" for {outcome.consumer}" if outcome.consumer else ""
-        detail = f": {outcome.detail}" if outcome.detail else ""
-        error = f" ({outcome.error})" if outcome.error else ""
-        log.log(level, "%s %s%s%s%s%s", what, kind, where, who, detail, error, extra=extra)
+        kind = outcome.kind
+        if kind in _ROUTINE:
+            routine.setdefault((outcome.consumer, kind), []).append(outcome)
+        if debug or kind in _NOTABLE:
+            _log_one(outcome)
+    if routine and log.isEnabledFor(logging.INFO):
+        for (consumer, kind), some in routine.items():
+            summarise(consumer, kind, some)
+
+
+def summarise(consumer: str, kind: Kind, outcomes: Sequence[Outcome]) -> None:
+    """One INFO line: ``consumer``'s batch left ``outcomes`` (all of ``kind``), counted, with
+    the first as an example (``count`` and ``eventId`` as fields)."""
+    first = outcomes[0]
+    detail = f": {first.detail}" if first.detail else ""
+    extra = {
+        "consumer": consumer,
+        "outcome": str(kind),
+        "count": len(outcomes),
+        "eventId": first.event_id,
+        "eventType": first.event_type,
+    }
+    log.info(
+        "%s: %d event(s) %s in this batch (the first, event %s%s)",
+        consumer,
+        len(outcomes),
+        kind,
+        first.event_id,
+        detail,
+        extra=extra,
+    )
+
+
+def _log_one(outcome: Outcome) -> None:
+    level = level_of(outcome)
+    if not log.isEnabledFor(level):
+        return
+    kind = str(outcome.kind)
+    extra = {
+        "eventId": outcome.event_id,
+        "consumer": outcome.consumer,
+        "outcome": kind,
+        "eventType": outcome.event_type,
+    }
+    for key, attribute in _OPTIONAL_FIELDS:
+        value = getattr(outcome, attribute, None)  # fields a pipeline version may add
+        if value is not None:
+            extra[key] = value
+    what = f"event {outcome.event_id}" if outcome.event_id else "a record without eventId"
+    where = f" at {outcome.topic}[{outcome.partition}]@{outcome.offset}" if outcome.topic else ""
+    who = f" for {outcome.consumer}" if outcome.consumer else ""
+    detail = f": {outcome.detail}" if outcome.detail else ""
+    error = f" ({outcome.error})" if outcome.error else ""
+    log.log(level, "%s %s%s%s%s%s", what, kind, where, who, detail, error, extra=extra)
 
 
 def level_of(outcome: Outcome) -> int:
