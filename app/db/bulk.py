@@ -22,6 +22,7 @@ import orjson
 from sqlalchemy import (
     ColumnElement,
     LargeBinary,
+    Select,
     String,
     Table,
     Update,
@@ -44,11 +45,13 @@ PLAIN = ("plain",)
 IGNORE = ("ignore",)
 
 
-def params(table: Table, rows: Rows) -> Params:
-    """The parameters that carry ``rows`` (every row with the same keys) into ``table``."""
+def params(table: Table, rows: Rows, prefix: str = "u") -> Params:
+    """The parameters that carry ``rows`` (every row with the same keys) into ``table``;
+    ``prefix``: the one the statement's row source was built with (``insert``)."""
     if _as_json(table):
-        return {"u_rows": orjson.dumps(list(rows), default=_decimal, option=_NAIVE_UTC).decode()}
-    return {f"u_{name}": [row[name] for row in rows] for name in rows[0]}
+        text = orjson.dumps(list(rows), default=_decimal, option=_NAIVE_UTC).decode()
+        return {f"{prefix}_rows": text}
+    return {f"{prefix}_{name}": [row[name] for row in rows] for name in rows[0]}
 
 
 def columns_of(rows: Rows) -> tuple[str, ...]:
@@ -57,15 +60,18 @@ def columns_of(rows: Rows) -> tuple[str, ...]:
 
 
 @cache
-def insert(table: Table, columns: tuple[str, ...], conflict: tuple[Any, ...] = PLAIN) -> Insert:
+def insert(
+    table: Table, columns: tuple[str, ...], conflict: tuple[Any, ...] = PLAIN, prefix: str = "u"
+) -> Insert:
     """``INSERT INTO table (columns) SELECT columns FROM <the rows>``.
 
     ``conflict``: ``PLAIN`` (a duplicate key raises), ``IGNORE`` (skip it),
     ``("add", keys, column)`` (add the new value to the stored one) or
     ``("overwrite", keys, columns)`` (replace those columns of the stored row), where
-    ``keys`` is the tuple of the conflicting key's column names.
+    ``keys`` is the tuple of the conflicting key's column names. ``prefix``: of the
+    parameters' names (``params``), distinct for each of the statements ``together`` joins.
     """
-    source = _rows(table, columns)
+    source = _rows(table, columns, prefix=prefix)
     stmt = postgresql.insert(table).from_select(list(columns), select(*source.c))
     kind, *args = conflict
     if kind == "ignore":
@@ -90,6 +96,7 @@ def update_from(
     keys: tuple[str, ...],
     constants: tuple[str, ...] = (),
     if_unchanged: bool = False,
+    prefix: str = "u",
 ) -> Update:
     """``UPDATE table SET <other columns> FROM <the rows> WHERE <keys> match``.
 
@@ -101,9 +108,9 @@ def update_from(
     saw (``xmin_text``), the transaction that last wrote that row version. A row
     written since has another ``xmin`` and is left as it is; the caller compares the
     row count. Under READ COMMITTED a row that a concurrent transaction holds is
-    waited for, then checked as that transaction left it.
+    waited for, then checked as that transaction left it. ``prefix``: as ``insert``'s.
     """
-    source = _rows(table, columns, extra=(SEEN,) if if_unchanged else ())
+    source = _rows(table, columns, extra=(SEEN,) if if_unchanged else (), prefix=prefix)
     unchanged = [xmin_text(table) == source.c[SEEN]] if if_unchanged else []
     return (
         update(table)
@@ -116,6 +123,19 @@ def update_from(
 
 
 SEEN = "seen"
+
+
+@cache
+def together(counted: Update, *others: Insert) -> Select[Any]:
+    """One statement that runs ``counted`` and ``others`` (data-modifying ``WITH`` queries,
+    on one snapshot) and returns how many rows ``counted`` wrote: one round trip and one
+    execution instead of one per statement. Each part's parameters need a prefix of
+    their own (``insert``'s ``prefix``). A part that fails (a duplicate key) fails the
+    whole statement, and nothing of it is written.
+    """
+    written = counted.returning(literal_column("1")).cte("counted")
+    parts = [part.cte(f"part_{i}") for i, part in enumerate(others)]
+    return select(func.count()).select_from(written).add_cte(*parts)
 
 
 def xmin_text(table: Table) -> ColumnElement[str]:
@@ -173,20 +193,24 @@ def _as_json(table: Table) -> bool:
     return not any(isinstance(column.type, LargeBinary) for column in table.columns)
 
 
-def _rows(table: Table, columns: tuple[str, ...], extra: tuple[str, ...] = ()) -> TableValuedAlias:
+def _rows(
+    table: Table, columns: tuple[str, ...], extra: tuple[str, ...] = (), prefix: str = "u"
+) -> TableValuedAlias:
     """The row source of ``columns``: ``json_populate_recordset`` or ``unnest``; with
-    ``extra`` text fields that are no column of ``table``, ``json_to_recordset``."""
+    ``extra`` text fields that are no column of ``table``, ``json_to_recordset``. Its
+    parameters are named ``<prefix>_rows`` (JSON) or ``<prefix>_<column>`` (arrays)."""
     if extra:
-        text = cast(bindparam("u_rows", type_=String), postgresql.JSON)
+        text = cast(bindparam(f"{prefix}_rows", type_=String), postgresql.JSON)
         fields = [column(name, table.c[name].type) for name in columns]
         fields += [column(name, String) for name in extra]
         return func.json_to_recordset(text).table_valued(*fields).render_derived(with_types=True)
     if _as_json(table):
         name = ".".join(f'"{part}"' for part in (table.schema, table.name) if part)
         row_type: ColumnElement[Any] = literal_column(f"NULL::{name}")
-        text = cast(bindparam("u_rows", type_=String), postgresql.JSON)
+        text = cast(bindparam(f"{prefix}_rows", type_=String), postgresql.JSON)
         return func.json_populate_recordset(row_type, text).table_valued(*columns)
     arrays = [
-        bindparam(f"u_{name}", type_=postgresql.ARRAY(table.c[name].type)) for name in columns
+        bindparam(f"{prefix}_{name}", type_=postgresql.ARRAY(table.c[name].type))
+        for name in columns
     ]
     return func.unnest(*arrays).table_valued(*columns).render_derived()

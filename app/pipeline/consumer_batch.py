@@ -18,9 +18,10 @@ The order inside the transaction matters:
 4. walk the events in arrival order: duplicate, stale, park, or apply and drain
    the parked successors (in FAST mode the walk only plans: the handlers then
    run wave by wave, see ``apply.Mode``),
-5. write versions (first: on PostgreSQL that write finds a concurrent worker, and
-   the batch runs again), dedup records, parked rows, failures and the outbox rows
-   (failures' retry and DLT records, the handlers' ``ctx.emit``) in a few statements.
+5. write versions (on PostgreSQL together with the dedup records, in one statement
+   that finds a concurrent worker's writes, and the batch runs again), dedup records,
+   parked rows, failures and the outbox rows (failures' retry and DLT records, the
+   handlers' ``ctx.emit``) in a few statements.
 The caller commits; only after that may the offsets move. A parked event the drain
 takes out of ``parked_event`` and fails leaves with its retry record in the outbox,
 in this same transaction. In ``ESCALATED`` mode each event's dedup or parked record is

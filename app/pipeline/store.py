@@ -10,7 +10,8 @@ partition's new owner). Their batches must serialise per aggregate:
   each (the transaction that wrote it) without a lock; ``save`` first writes every
   aggregate the batch advanced or parked an event of, only where the row is still
   the one read (``bulk.update_from(..., if_unchanged=True)``; a missing row is inserted,
-  and a duplicate key says it appeared). A row another transaction wrote meanwhile fails
+  and a duplicate key says it appeared), in one statement with the dedup records
+  (``bulk.together``). A row another transaction wrote meanwhile fails
   the batch with ``VersionConflict``: it is rolled back and run again, and reads what the other
   committed. A version row is written once per batch instead of locked and then
   written; stale and duplicate events need no write (what they rest on is committed
@@ -335,14 +336,14 @@ class ConsumerStore:
         batch's version rows since ``read_versions``; nothing else is written then.
         """
         stamp = now()
+        for row in changes.consumed:
+            row["applied_at"] = stamp  # one moment for the batch: its commit follows
         if self.optimistic:
-            await self._write_versions_if_unchanged(changes, stamp)
+            await self._write_versions_and_claims(changes, stamp)
         else:
             rows = self._new_version_rows(sorted(changes.versions.items()), stamp)
             await update_rows(self.session, aggregate_version, VERSION_KEY, rows)
-        for row in changes.consumed:
-            row["applied_at"] = stamp  # one moment for the batch: its commit follows
-        await self._claim(consumed_event, changes.consumed)
+            await self._claim(consumed_event, changes.consumed)
         await execute_where_in(
             self.session,
             delete(parked_event).where(parked_event.c.consumer_group == self.consumer),
@@ -406,40 +407,67 @@ class ConsumerStore:
             raise RecordRefused(table.name, exc) from exc
         await savepoint.commit()
 
-    async def _write_versions_if_unchanged(self, changes: BatchChanges, stamp: datetime) -> None:
-        """PostgreSQL: write the version of every aggregate the batch advanced or parked an
-        event of, where its row is as read (a row nobody had is inserted unless it appeared
-        meanwhile); ``VersionConflict`` if any was not."""
+    async def _write_versions_and_claims(self, changes: BatchChanges, stamp: datetime) -> None:
+        """PostgreSQL, in one statement (``bulk.together``): write the version of every
+        aggregate the batch advanced or parked an event of, where its row is as read (a
+        row nobody had is inserted), and insert the batch's dedup records;
+        ``VersionConflict`` if a version row was written meanwhile or a row appeared that
+        the statement would insert (a duplicate key), and then nothing of it is written.
+
+        A new version row goes in by a plain insert, as a dedup record does: ``ON
+        CONFLICT DO NOTHING`` would probe the key first and log a speculative insert, a
+        third more of the server's time per new row.
+        """
         claims: dict[Aggregate, int | None] = dict(changes.versions)
         for agg in changes.held:
             claims.setdefault(agg, self._read[agg][0] if agg in self._read else None)
+        if not claims and not changes.consumed:
+            return
         ordered = sorted(claims.items())
         existing = [(agg, last) for agg, last in ordered if agg in self._read]
-        missing = [(agg, last) for agg, last in ordered if agg not in self._read]
-        if existing:
-            rows = self._new_version_rows(existing, stamp)
-            for (agg, _), row in zip(existing, rows, strict=True):
-                row[bulk.SEEN] = self._read[agg][1]
-            columns = tuple(name for name in bulk.columns_of(rows) if name != bulk.SEEN)
-            update = bulk.update_from(aggregate_version, columns, VERSION_KEY, if_unchanged=True)
-            params = bulk.params(aggregate_version, rows)
-            result = await self.session.execute(update, params, execution_options=_NO_SYNC)
-            _expect(result, len(rows), "changed")
-        if missing:
-            # A plain insert, as a dedup record's: a row that appeared meanwhile is a
-            # duplicate key. ``ON CONFLICT DO NOTHING`` would probe the key first and log
-            # a speculative insert: a third more of the server's time per new row.
-            await self._claim(aggregate_version, self._new_version_rows(missing, stamp))
-
-
-def _expect(result: Any, count: int, what: str) -> None:
-    """``VersionConflict`` unless the statement wrote ``count`` version rows."""
-    if result.rowcount != count:
-        raise VersionConflict(f"{count - result.rowcount} version row(s) {what} meanwhile")
+        changed = self._new_version_rows(existing, stamp)
+        for (agg, _), row in zip(existing, changed, strict=True):
+            row[bulk.SEEN] = self._read[agg][1]
+        new = self._new_version_rows(
+            ((agg, last) for agg, last in ordered if agg not in self._read), stamp
+        )
+        params = (
+            bulk.params(aggregate_version, changed, "v")
+            | bulk.params(aggregate_version, new, "n")
+            | bulk.params(consumed_event, changes.consumed, "c")
+        )
+        try:
+            result = await self.session.execute(_WRITES, params, execution_options=_NO_SYNC)
+        except IntegrityError as exc:
+            if not is_unique_violation(exc):
+                raise
+            raise VersionConflict("version rows or dedup records written meanwhile") from exc
+        written: int = result.scalar_one()
+        if written != len(changed):
+            raise VersionConflict(f"{len(changed) - written} version row(s) changed meanwhile")
 
 
 VERSION_KEY = ("consumer_group", "aggregate_type", "aggregate_id")
+VERSION_COLUMNS = (*VERSION_KEY, "last_version", "updated_at")
+CONSUMED_COLUMNS = (
+    "consumer_group",
+    "event_id",
+    "event_type",
+    "aggregate_type",
+    "aggregate_id",
+    "aggregate_version",
+    "applied_at",
+)
 _NO_SYNC = {"synchronize_session": False}
+# PostgreSQL: a batch's version rows, written where unchanged ("v") or new ("n"), and its
+# dedup records ("c"), in one statement that returns how many of the first it wrote.
+_WRITES = bulk.together(
+    bulk.update_from(
+        aggregate_version, VERSION_COLUMNS, VERSION_KEY, if_unchanged=True, prefix="v"
+    ),
+    bulk.insert(aggregate_version, VERSION_COLUMNS, prefix="n"),
+    bulk.insert(consumed_event, CONSUMED_COLUMNS, prefix="c"),
+)
 
 
 @dataclass

@@ -138,28 +138,35 @@ async def test_the_same_event_in_two_workers_applies_once(
 
 
 @pytest.mark.parametrize("backend", RACING_BACKENDS)
+@pytest.mark.parametrize("history", [0, 1], ids=["new-aggregate", "aggregate-with-history"])
 async def test_a_version_parked_while_its_predecessor_applies_is_not_stranded(
-    engine: AsyncEngine, backend: str
+    engine: AsyncEngine, backend: str, history: int
 ) -> None:
     registry, records, db = Registry(), Records(), Db(engine)
     stall = Stall("other")
     points_consumer(registry, stall)
-    second = records.event("e2", version=2)
+    earlier = [records.event(f"e{version}", version=version) for version in range(1, history + 1)]
+    if earlier:
+        await processor(engine, registry).process(earlier)
+    # With history, A finds the aggregate's version row and parks; only that row, written
+    # by B meanwhile, tells A that its parked event could apply now.
+    later = records.event(f"e{history + 2}", version=history + 2)
     other: RawRecord = records.event("other", aggregate_id="o-2", version=1)
-    first = records.event("e1", version=1)
+    first = records.event(f"e{history + 1}", version=history + 1)
 
     outcomes = await race(
         stall,
-        lambda: processor(engine, registry).process([second, other]),
+        lambda: processor(engine, registry).process([later, other]),
         lambda: processor(engine, registry).process([first]),
     )
 
     applied = [o.event_id for o in outcomes if o.kind is Kind.APPLIED]
-    assert sorted(applied) == ["e1", "e2", "other"]
-    assert sorted(await db.effects("points")) == ["e1", "e2", "other"]
-    assert await db.consumed("points") == ["e1", "e2", "other"]
+    every = [f"e{v}" for v in range(1, history + 3)]
+    assert sorted(applied) == sorted([*every[history:], "other"])
+    assert sorted(await db.effects("points")) == sorted([*every, "other"])
+    assert await db.consumed("points") == sorted([*every, "other"])
     assert await db.parked("points") == []
-    assert await db.version("points") == 2
+    assert await db.version("points") == history + 2
     assert await db.version("points", "o-2") == 1
 
 
