@@ -11,12 +11,20 @@ from types import TracebackType
 from typing import Any
 
 import orjson
-from sqlalchemy import MetaData, Table, select
+from sqlalchemy import MetaData, Table, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.migrate import upgrade_to_head
-from app.db.tables import outbox_event
+from app.db.refusal import refusal
+from app.db.tables import (
+    aggregate_version,
+    consumed_event,
+    failed_event,
+    outbox_event,
+    parked_event,
+)
+from app.db.urls import normalise_database_url, shown
 from app.errors import ConfigurationError
 from app.handler_modules import check_specs, import_handler_modules, imported_by, listed
 from app.outbox.message import Message, message_of
@@ -37,6 +45,8 @@ TINY_BACKOFF = Backoff(initial=0.001, maximum=0.001, jitter=0.0)
 DEFAULT_TOPIC = "order-event-topic"
 DEFAULT_DELAYS = (1.0, 5.0, 30.0, 300.0)
 PAUSES_BEFORE_RAISING = 5
+# The framework's tables that a fresh database has empty.
+_STATE_TABLES = (consumed_event, aggregate_version, parked_event, failed_event, outbox_event)
 
 
 class InfrastructurePaused(RuntimeError):
@@ -54,7 +64,10 @@ class Harness:
         the framework's migrations and each module's ``migrations/`` folder, then the
         ``tables`` you add (metadata of tables without migrations). Without a
         ``database_url``, a SQLite file in a temporary folder, removed on ``close``; a URL
-        you give should name an empty database. ``send`` returns the outcome values (``Kind``:
+        you give is read as ``DATABASE_URL`` is (``postgresql://``, ``mysql://``...) and
+        must name a database that exists and holds none of the framework's rows, unless
+        ``reuse`` (a second harness going on from a first's rows, as a restarted worker
+        would). ``send`` returns the outcome values (``Kind``:
         applied, duplicate, stale, parked, retried with the retry topic as ``detail``,
         dead-lettered with its ``dlt-reason``, poison), or raises ``InfrastructurePaused`` where a
     worker would pause and retry in place (after ``PAUSES_BEFORE_RAISING`` pauses, the failure
@@ -73,9 +86,11 @@ class Harness:
         retry_delays: Sequence[float] = DEFAULT_DELAYS,
         clock: Callable[[], datetime] | None = None,
         unseen_aggregate_policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE,
+        reuse: bool = False,
     ) -> None:
         if not modules and registry is None:
             raise ConfigurationError("Harness: name the handler modules, or give a registry")
+        self.reuse = reuse
         self.modules = modules
         self.topic = topic
         self.retry_delays = tuple(retry_delays)
@@ -87,7 +102,10 @@ class Harness:
         if database_url is None:
             self._folder = Path(tempfile.mkdtemp(prefix="effectively-once-test-"))
             database_url = f"sqlite+aiosqlite:///{self._folder / 'service.db'}"
-        self.database_url = database_url
+        try:
+            self.database_url = normalise_database_url(database_url)
+        except ValueError as exc:
+            raise ConfigurationError(f"Harness: database_url: {exc}") from None
         self._registry = registry
         self._engine: AsyncEngine | None = None
         self._processor: BatchProcessor | None = None
@@ -116,13 +134,40 @@ class Harness:
                 [s for s in default_registry.specs() if s.fn.__module__ in reached], self.modules
             )
             self._registry = registry_of(default_registry, self.modules)
-        await upgrade_to_head(self.database_url, self.modules)
+        try:
+            await upgrade_to_head(self.database_url, self.modules)
+        except ConfigurationError:
+            raise
+        except Exception as exc:  # the database is missing, refuses us, or is out of reach
+            raise ConfigurationError(
+                f"Harness: cannot use the database at {shown(self.database_url)}: "
+                f"{refusal(exc, self.database_url) or _first_line(exc)}"
+            ) from None
         self._engine = create_engine(self.database_url)
+        if not self.reuse:
+            await self._check_empty()
         if self._tables:
             async with self._engine.begin() as conn:
                 for metadata in self._tables:
                     await conn.run_sync(metadata.create_all)
         return self
+
+    async def _check_empty(self) -> None:
+        """``ConfigurationError`` if the framework's tables hold rows (an earlier run's): its
+        dedup records and versions would turn this test's events into duplicates."""
+        held = []
+        async with self.engine.connect() as conn:
+            for table in _STATE_TABLES:
+                count = (await conn.execute(select(func.count()).select_from(table))).scalar()
+                if count:
+                    held.append(f"{table.name}: {count}")
+        if held:
+            await self.close()
+            raise ConfigurationError(
+                f"Harness: the database at {shown(self.database_url)} holds rows of an earlier "
+                f"run ({', '.join(held)}); name an empty database (drop and create it), or "
+                "pass reuse=True to go on from them"
+            )
 
     async def close(self) -> None:
         """Release the connections; remove the temporary SQLite folder."""
@@ -243,3 +288,14 @@ def registry_of(registry: Registry, modules: Sequence[str]) -> Registry:
     if not only.consumers:
         raise ConfigurationError(f"Harness: no @handler registered by {', '.join(modules)}")
     return only
+
+
+def _first_line(exc: BaseException) -> str:
+    """The deepest cause's own first line (a driver's: ``database "x" does not exist``)."""
+    while True:
+        inner = getattr(exc, "orig", None) or exc.__cause__
+        if inner is None or inner is exc:
+            break
+        exc = inner
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
