@@ -125,17 +125,34 @@ def update_from(
 SEEN = "seen"
 
 
+Inserted = tuple[Table, tuple[str, ...], str]
+"""An insert of ``together``: the table, its columns, and its parameters' prefix."""
+
+
 @cache
-def together(counted: Update, *others: Insert) -> Select[Any]:
-    """One statement that runs ``counted`` and ``others`` (data-modifying ``WITH`` queries,
-    on one snapshot) and returns how many rows ``counted`` wrote: one round trip and one
-    execution instead of one per statement. Each part's parameters need a prefix of
-    their own (``insert``'s ``prefix``). A part that fails (a duplicate key) fails the
-    whole statement, and nothing of it is written.
+def together(counted: Update, *inserts: Inserted) -> Select[Any]:
+    """One statement that runs ``counted``, then each of ``inserts`` in their order (as
+    data-modifying ``WITH`` queries, on one snapshot), and returns how many rows
+    ``counted`` wrote: one round trip and one execution instead of one per statement.
+
+    The order is a data dependency, not the order the queries are written in (which the
+    server does not keep for queries nothing reads): each insert reads its rows only
+    after counting the rows the step before it returned, so that step has run to its end.
+    So the rows are locked in the order the statements were once sent in, and two
+    writers meet on the first row they share. Each insert's parameters carry its prefix
+    (``params``). A step that fails (a duplicate key) fails the whole statement, and
+    nothing of it is written.
     """
-    written = counted.returning(literal_column("1")).cte("counted")
-    parts = [part.cte(f"part_{i}") for i, part in enumerate(others)]
-    return select(func.count()).select_from(written).add_cte(*parts)
+    updated = counted.returning(literal_column("1")).cte("step_0")
+    previous = updated
+    for number, (table, columns, prefix) in enumerate(inserts, 1):
+        source = _rows(table, columns, prefix=prefix)
+        ran = select(func.count()).select_from(previous).scalar_subquery()
+        rows = select(*source.c).where(ran >= literal_column("0"))
+        step = postgresql.insert(table).from_select(list(columns), rows)
+        previous = step.returning(literal_column("1")).cte(f"step_{number}")
+    last = select(func.count()).select_from(previous).scalar_subquery()
+    return select(select(func.count()).select_from(updated).scalar_subquery(), last)
 
 
 def xmin_text(table: Table) -> ColumnElement[str]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -434,7 +435,8 @@ class ConsumerStore:
         params = (
             bulk.params(aggregate_version, changed, "v")
             | bulk.params(aggregate_version, new, "n")
-            | bulk.params(consumed_event, changes.consumed, "c")
+            # In key order, as the version rows: two writers meet on the first they share.
+            | bulk.params(consumed_event, sorted(changes.consumed, key=_event_id), "c")
         )
         try:
             result = await self.session.execute(_WRITES, params, execution_options=_NO_SYNC)
@@ -442,12 +444,13 @@ class ConsumerStore:
             if not is_unique_violation(exc):
                 raise
             raise VersionConflict("version rows or dedup records written meanwhile") from exc
-        written: int = result.scalar_one()
+        written: int = result.one()[0]
         if written != len(changed):
             raise VersionConflict(f"{len(changed) - written} version row(s) changed meanwhile")
 
 
 VERSION_KEY = ("consumer_group", "aggregate_type", "aggregate_id")
+_event_id = itemgetter("event_id")
 VERSION_COLUMNS = (*VERSION_KEY, "last_version", "updated_at")
 CONSUMED_COLUMNS = (
     "consumer_group",
@@ -465,8 +468,8 @@ _WRITES = bulk.together(
     bulk.update_from(
         aggregate_version, VERSION_COLUMNS, VERSION_KEY, if_unchanged=True, prefix="v"
     ),
-    bulk.insert(aggregate_version, VERSION_COLUMNS, prefix="n"),
-    bulk.insert(consumed_event, CONSUMED_COLUMNS, prefix="c"),
+    (aggregate_version, VERSION_COLUMNS, "n"),
+    (consumed_event, CONSUMED_COLUMNS, "c"),
 )
 
 
