@@ -26,10 +26,11 @@ log = logging.getLogger("effectively_once.outcomes")
 TopicPartition = tuple[str, int]
 
 # Outcomes worth a line of their own at INFO or above; applied and duplicate events log at
-# DEBUG only. Parked and stale events are routine ordering (a producer's swapped or repeated
-# versions): a line each at DEBUG, and one line per consumer and batch at INFO that counts them.
-_NOTABLE = frozenset({"retried", "dead-lettered", "skipped", "poison"})
-_ROUTINE = frozenset({Kind.PARKED, Kind.STALE})
+# DEBUG only. Parked events are routine ordering (a producer's swapped versions, each in the
+# database, where ``trace`` finds it): a line each at DEBUG, and one line per consumer and
+# batch at INFO that counts them and names the first few.
+_NOTABLE = frozenset({"stale", "retried", "dead-lettered", "skipped", "poison"})
+NAMED_PARKED = 3
 
 
 class PartitionSource(Protocol):
@@ -173,42 +174,44 @@ def log_outcomes(outcomes: Sequence[Outcome]) -> None:
     keys): the only line of a poison record, which names it by where it was read.
 
     A retried event is a WARNING, a dead letter (and poison dead-lettered now) an
-    ERROR, a skipped one INFO. Parked and stale events get one INFO line per consumer and
-    kind for the batch (``summarise``), and a line each at DEBUG, as applied and duplicate
-    events do.
+    ERROR, a stale or skipped one INFO. A consumer's parked events get one INFO line for the
+    batch (``summarise_parked``), and a line each at DEBUG, as applied and duplicate events do.
     """
     debug = log.isEnabledFor(logging.DEBUG)
-    routine: dict[tuple[str, Kind], list[Outcome]] = {}
+    parked: dict[str, list[Outcome]] = {}
     for outcome in outcomes:
         kind = outcome.kind
-        if kind in _ROUTINE:
-            routine.setdefault((outcome.consumer, kind), []).append(outcome)
+        if kind is Kind.PARKED:
+            parked.setdefault(outcome.consumer, []).append(outcome)
         if debug or kind in _NOTABLE:
             _log_one(outcome)
-    if routine and log.isEnabledFor(logging.INFO):
-        for (consumer, kind), some in routine.items():
-            summarise(consumer, kind, some)
+    if parked and log.isEnabledFor(logging.INFO):
+        for consumer, some in parked.items():
+            summarise_parked(consumer, some)
 
 
-def summarise(consumer: str, kind: Kind, outcomes: Sequence[Outcome]) -> None:
-    """One INFO line: ``consumer``'s batch left ``outcomes`` (all of ``kind``), counted, with
-    the first as an example (``count`` and ``eventId`` as fields)."""
+def summarise_parked(consumer: str, outcomes: Sequence[Outcome]) -> None:
+    """One INFO line: ``consumer``'s batch parked ``outcomes``, counted, the first
+    ``NAMED_PARKED`` named with what each waits for (``count`` and the first ``eventId`` as
+    fields)."""
     first = outcomes[0]
-    detail = f": {first.detail}" if first.detail else ""
+    named = ", ".join(
+        f"{o.event_id} ({o.detail})" if o.detail else str(o.event_id)
+        for o in outcomes[:NAMED_PARKED]
+    )
+    more = len(outcomes) - NAMED_PARKED
     extra = {
         "consumer": consumer,
-        "outcome": str(kind),
+        "outcome": str(Kind.PARKED),
         "count": len(outcomes),
         "eventId": first.event_id,
-        "eventType": first.event_type,
     }
     log.info(
-        "%s: %d event(s) %s in this batch (the first, event %s%s)",
+        "%s: %d event(s) parked in this batch, waiting for earlier versions: %s%s",
         consumer,
         len(outcomes),
-        kind,
-        first.event_id,
-        detail,
+        named,
+        f" and {more} more" if more > 0 else "",
         extra=extra,
     )
 
