@@ -90,13 +90,14 @@ def dead_letter_record(
     if failure.consumer:
         ours.append((h.DLT_CONSUMER_GROUP, failure.consumer))
     event = failure.event
-    if event is not None:
-        ours += [
+    if event is not None:  # an envelope, or what a failed one named of itself (poison)
+        named = [
             (h.DLT_EVENT_ID, event.event_id),
             (h.DLT_EVENT_TYPE, event.event_type),
             (h.DLT_AGGREGATE_TYPE, event.aggregate_type),
             (h.DLT_AGGREGATE_ID, event.aggregate_id),
         ]
+        ours += [(name, value) for name, value in named if value is not None]
         if event.aggregate_version is not None:
             ours.append((h.DLT_AGGREGATE_VERSION, str(event.aggregate_version)))
     return OutRecord(topic, record.key, record.value, (*original_headers(record), *_encode(ours)))

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from app.db.tables import EVENT_ID, EVENT_TYPE
 from app.errors import (
     InvalidHeaderError,
     InvalidSchemaError,
@@ -64,25 +65,46 @@ class Read(NamedTuple):
         return value if isinstance(value, str) else None
 
 
+class Named(NamedTuple):
+    """What a JSON object whose envelope failed says of itself, where a column can hold it:
+    its ``eventId`` and ``eventType`` (each ``None`` if absent, not an id or a string, too
+    long, or holding a control character), so that its failure row, DLT headers, ``trace``
+    and logs name it. No aggregate: no version of it can be taken (``dlq skip``)."""
+
+    event_id: str | None
+    event_type: str | None
+    aggregate_type: None = None
+    aggregate_id: None = None
+    aggregate_version: None = None
+
+
 class Poison(NamedTuple):
     """A record that cannot become an event, and why. ``envelope`` is set when it could be
     read; ``event_type`` when the JSON object named one (a string), even if its envelope
-    failed: what metrics and logs count the poison under."""
+    failed: what metrics and logs count the poison under; ``named``: what a JSON object
+    whose envelope failed says of itself (``Named``)."""
 
     record: RawRecord
     error: PoisonError
     trip: Trip
     envelope: RawEnvelope | None = None
     event_type: str | None = None
+    named: Named | None = None
+
+    @property
+    def described(self) -> RawEnvelope | Named | None:
+        """The envelope, or what could be read of it: what its failure row and DLT headers
+        say of the event."""
+        return self.envelope if self.envelope is not None else self.named
 
     def outcome(self, kind: Kind, consumer: str, detail: str, error: str) -> Outcome:
         """What became of it (``kind``) for ``consumer``, named by its eventId if it could be
         read and by where it was read."""
-        record = self.record
+        record, described = self.record, self.described
         return Outcome(
             kind,
             consumer,
-            self.envelope.event_id if self.envelope else None,
+            described.event_id if described else None,
             self.event_type,
             detail,
             error,
@@ -234,7 +256,8 @@ def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Po
             # An operator skips it for that consumer, which takes its version and runs no
             # handler: the envelope is all that is read (its payload may be what killed it).
             return Decoded(record, envelope, False, trip)
-        return Poison(record, error, trip, envelope, event_type)
+        named = None if envelope is not None else _named(raw)
+        return Poison(record, error, trip, envelope, event_type, named)
 
     if payloads is not None and event_type is not None and event_type not in payloads:
         try:
@@ -269,6 +292,24 @@ def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Po
         return poison(InvalidSchemaError(f"data: {_summary(exc)}"), envelope)
     typed = envelope.model_copy(update={"data": data})
     return Decoded(record, typed, True, trip)
+
+
+def _named(raw: dict[str, Any]) -> Named:
+    event_type = raw.get("eventType")
+    return Named(
+        _storable(id_text(raw.get("eventId")), EVENT_ID),
+        _storable(event_type if isinstance(event_type, str) else None, EVENT_TYPE),
+    )
+
+
+def _storable(text: str | None, limit: int) -> str | None:
+    """``text`` if a column of ``limit`` characters holds it (no control character)."""
+    if text and len(text) <= limit and _CONTROL.search(text) is None:
+        return text
+    return None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _typed_envelope(event_type: Any, version: Any) -> type[Event] | None:

@@ -92,12 +92,12 @@ class FailureRouter:
         or its retry or replay record (a later deploy's schema refuses them)."""
         now = self.clock()
         reason = DeadReason(poison.error.reason)
-        failure = Failure(consumer, self.detail.describe(poison.error), now, poison.envelope)
+        failure = Failure(consumer, self.detail.describe(poison.error), now, poison.described)
         topic = dlt_topic(self.policy.base_topic)
         attempts = poison.trip.attempts + 1  # a retry record's attempts so far, and this one
         out = dead_letter_record(poison.record, poison.trip, failure, reason, attempts, topic)
         row = _row(
-            consumer or "", poison.record, poison.trip, poison.envelope, reason.value, failure,
+            consumer or "", poison.record, poison.trip, poison.described, reason.value, failure,
             attempts,
         )  # fmt: skip
         dead = row | {"status": FailureStatus.DEAD}

@@ -5,7 +5,8 @@ Contract, through the batch processor on PostgreSQL, MariaDB and SQLite: an
 ``Integer``s), a NUL or other control character in ``eventId``,
 ``aggregateId``, ``eventType`` or ``aggregateType`` (PostgreSQL rejects NUL in
 text), and an id longer than its column are each dead-lettered once as
-``invalid-schema`` with a message naming the field; the processor returns, the
+``invalid-schema`` with a message naming the field (named by its ``eventId`` and
+``eventType`` where a column holds them); the processor returns, the
 good events of the same batch apply, and the batch is never re-run in place.
 Before, the envelope accepted them, the dedup lookup or the version write
 raised, and every owner of the partition crashed on the record, again and again.
@@ -90,8 +91,10 @@ async def test_an_unstorable_value_is_dead_lettered_and_the_batch_applies(
 
     outcomes = await processor.process([before, bad, after])
 
+    # The poison is named by its eventId, unless that is the value no column holds.
+    named = None if field == "eventId" else "e2"
     assert [(o.kind, o.event_id) for o in outcomes] == [
-        (Kind.POISON, None),
+        (Kind.POISON, named),
         (Kind.APPLIED, "e1"),
         (Kind.APPLIED, "e3"),
     ]
@@ -101,6 +104,8 @@ async def test_an_unstorable_value_is_dead_lettered_and_the_batch_applies(
     assert f"envelope: {field}: " in header_map(dead)["dlt-exception-message"]
     [row] = await db.failed()
     assert (row["reason"], row["offset"], row["record_value"]) == ("invalid-schema", 1, bad.value)
+    assert row["event_id"] == named
+    assert row["event_type"] == (None if field == "eventType" else "OrderPaid")
 
 
 def _processor(engine: AsyncEngine, registry: Registry) -> BatchProcessor:

@@ -10,7 +10,10 @@ row with ``consumer_group = ''``, status ``dead``, that reason and the record
 exactly as it arrived, however many consumers there are. Its outcome, and so
 ``events_total``, names the ``eventType`` the JSON object names when it names one
 (a string), whatever else failed; the label is that type if a schema knows it,
-else ``other`` (``""`` only for poison that names none). Redelivered (its
+else ``other`` (``""`` only for poison that names none). The outcome, the row and the DLT
+record's ``dlt-event-id`` name the ``eventId`` the object names even when its envelope
+failed (a Java producer's version 0, say), where a column can hold it, so that ``trace``
+and ``dlq list`` find it; with no aggregate header (no version of it can be taken). Redelivered (its
 worker was killed before the offset was committed), it is neither recorded nor
 dead-lettered again: its ``failed_event`` row, written in the transaction that put
 its DLT record in the outbox, says that record is on its way, and the row is left
@@ -57,12 +60,24 @@ POISON = [
     pytest.param(b"[1, 2, 3]", "undecodable", None, id="json-array"),
     pytest.param(b'"just a string"', "undecodable", None, id="json-string"),
     pytest.param(_without("eventId"), "invalid-schema", None, id="no-event-id"),
-    pytest.param(_without("occurredAt"), "invalid-schema", None, id="no-occurred-at"),
+    pytest.param(_without("occurredAt"), "invalid-schema", "bad", id="no-occurred-at"),
     pytest.param(
         orjson.dumps(envelope("bad", aggregateVersion=0)),
         "invalid-schema",
-        None,
+        "bad",
         id="version-zero",
+    ),
+    pytest.param(
+        orjson.dumps(envelope("b" * 129, aggregateVersion=0)),
+        "invalid-schema",
+        None,
+        id="event-id-longer-than-its-column",
+    ),
+    pytest.param(
+        orjson.dumps(envelope("bad\u0000id", aggregateVersion=0)),
+        "invalid-schema",
+        None,
+        id="event-id-with-a-control-character",
     ),
     pytest.param(
         orjson.dumps(envelope("bad", data={"orderId": "o-1", "userId": "u-1", "amount": "-5"})),
@@ -77,6 +92,10 @@ POISON = [
         id="unsupported-event-version",
     ),
 ]
+
+
+# The parameters whose envelope was read (their payload or its version failed).
+ENVELOPE_READ = {"payload-fails-its-model", "unsupported-event-version"}
 
 
 def register_two_consumers(registry: Registry, calls: list[tuple[str, str]]) -> None:
@@ -101,6 +120,7 @@ async def test_poison_goes_to_the_dlt_once_for_nobody_and_the_good_events_apply(
     value: bytes | None,
     reason: str,
     event_id: str | None,
+    request: pytest.FixtureRequest,
 ) -> None:
     calls: list[tuple[str, str]] = []
     register_two_consumers(registry, calls)
@@ -138,11 +158,15 @@ async def test_poison_goes_to_the_dlt_once_for_nobody_and_the_good_events_apply(
         str(poison.offset),
     )
     assert headers["dlt-exception-type"].startswith("app.errors.")
+    assert headers.get("dlt-event-id") == event_id
+    envelope_read = request.node.callspec.id in ENVELOPE_READ
+    assert ("dlt-aggregate-id" in headers) == envelope_read
     [row] = await db.failed()
     assert row["consumer_group"] == ""
     assert row["reason"] == reason
     assert (row["status"], row["attempts"]) == ("dead", 1)
     assert row["event_id"] == event_id
+    assert (row["aggregate_id"] is not None) == envelope_read
     assert row["offset"] == poison.offset
     assert row["record_value"] == value
     assert row["record_key"] == b"poison-key"
