@@ -121,7 +121,16 @@ async def _trace(conn: AsyncConnection, event_id: str, consumers: Sequence[str] 
     for name in names:
         last = versions.get(name)
         mine = [_failure(row) for row in failed if row["consumer_group"] == name]
-        mine += [_applied(row) for row in consumed if row["consumer_group"] == name]
+        # An operator's skip for this consumer (of its failure, or of poison: nobody's row)
+        # took the version without running a handler: its dedup record is no application.
+        skipped = any(
+            row.get("status") == "skipped" for row in failed if row["consumer_group"] in (name, "")
+        )
+        mine += [
+            _taken(row) if skipped else _applied(row)
+            for row in consumed
+            if row["consumer_group"] == name
+        ]
         mine += [_parked(row, last) for row in parked if row["consumer_group"] == name]
         if not mine:
             mine = [_unrecorded(name, version, last)]
@@ -204,6 +213,13 @@ def _applied(row: Mapping[str, Any]) -> Finding:
     version = row["aggregate_version"]
     detail = f"version {version} applied" if version is not None else "applied (unversioned)"
     return Finding(row["consumer_group"], "applied", _moment(row["applied_at"]), detail)
+
+
+def _taken(row: Mapping[str, Any]) -> Finding:
+    version = row["aggregate_version"]
+    what = f"version {version} taken" if version is not None else "taken"
+    detail = f"{what} by an operator's skip, its handlers not run"
+    return Finding(row["consumer_group"], "skipped", _moment(row["applied_at"]), detail)
 
 
 def _parked(row: Mapping[str, Any], last: int | None) -> Finding:

@@ -4,7 +4,8 @@ Contract: from the framework's tables, per consumer: applied (when, which
 version), parked (which version it waits for: the aggregate's last version + 1),
 stale (no row, the aggregate already at or past the event's version), failed
 (status, reason and attempts from ``failed_event``, whatever columns it has),
-and poison (no consumer's); and the event's outbox rows (its own, written by this
+poison (no consumer's), and skipped by an operator (the version taken when the skip
+was, its handlers not run: its dedup record is no application); and the event's outbox rows (its own, written by this
 database's service, and its retry and DLT records), also for an event no consumer
 has seen yet. ``--json`` prints the same as one JSON document. An
 eventId nobody recorded exits 1 with a message saying why that can be; a
@@ -37,8 +38,10 @@ from app.db.tables import (
 from app.trace.query import trace_event
 
 AT = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+SKIPPED_AT = datetime(2024, 5, 1, 13, 0, tzinfo=UTC)
 EVENT = "evt-paid"
 POISON = "evt-poison"
+SKIPPED = "evt-skipped"
 UNSENT = "evt-unsent"
 AGG = {"aggregate_type": "Order", "aggregate_id": "o-1"}
 CONSUMERS = ["inventory-service", "notification-service", "points-service"]
@@ -99,7 +102,15 @@ async def build(url: str) -> None:
                     **AGG,
                     "aggregate_version": 2,
                     "applied_at": AT,
-                }
+                },
+                {
+                    "consumer_group": "points-service",
+                    "event_id": SKIPPED,
+                    "event_type": "OrderPaid",
+                    **AGG,
+                    "aggregate_version": 3,
+                    "applied_at": SKIPPED_AT,
+                },
             ],
         )
         await conn.execute(
@@ -145,6 +156,7 @@ async def build(url: str) -> None:
             insert(failed_event),
             [
                 failure("audit-service", EVENT, 7),
+                failure("points-service", SKIPPED, 8, status="skipped", aggregate_version=3),
                 failure(
                     "",
                     POISON,
@@ -203,6 +215,15 @@ def test_the_events_outbox_rows_are_shown(database_url: str) -> None:
     result = run(UNSENT, "--database-url", database_url, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "DEAD" in result.stdout and "no topic" in result.stdout
+
+
+def test_a_skipped_event_is_not_shown_as_applied(database_url: str) -> None:
+    found = asyncio.run(traced(database_url, SKIPPED))
+    mine = [(f.state, f.at, f.detail) for f in found.findings if f.consumer == "points-service"]
+    assert mine[0][0] == "skipped" and "reason retryable" in mine[0][2]  # its failure row
+    assert mine[1:] == [
+        ("skipped", SKIPPED_AT, "version 3 taken by an operator's skip, its handlers not run")
+    ]
 
 
 def test_poison_is_nobodys(database_url: str) -> None:
