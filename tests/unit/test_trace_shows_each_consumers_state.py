@@ -5,11 +5,11 @@ version), parked (which version it waits for: the aggregate's last version + 1),
 stale (no row, the aggregate already at or past the event's version), failed
 (status, reason and attempts from ``failed_event``, whatever columns it has),
 poison (no consumer's), and skipped by an operator (the version taken when the skip
-was, its handlers not run: its dedup record is no application); and the event's outbox rows (its own, written by this
-database's service, and its retry and DLT records), also for an event no consumer
-has seen yet. ``--json`` prints the same as one JSON document. An
-eventId nobody recorded exits 1 with a message saying why that can be; a
-database that cannot be read exits 2 with one clear line and no traceback.
+was, its handlers not run: its dedup record is no application); and the event's
+outbox rows (its own, written by this database's service, and its retry and DLT
+records), also for an event no consumer has seen yet. ``--json`` prints the same as
+one JSON document. An eventId nobody recorded exits 1 with a message saying why that
+can be; a database that cannot be read exits 2 with one clear line and no traceback.
 """
 
 from __future__ import annotations
