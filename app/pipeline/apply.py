@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import HandlerContext
 from app.errors import InfrastructureError, InvalidOutboxEvent, PermanentError
-from app.pipeline.classify import Fault, fault_of, through_a_dependency
+from app.pipeline.classify import Fault, fault_of, is_data_error, through_a_dependency
 from app.pipeline.decode import Decoded
 from app.registry import HandlerSpec
 
@@ -59,9 +59,12 @@ class HandlerFailed(EventFailed):
 
     @property
     def reason(self) -> str:
-        """``non-retryable`` when the handler declared so, or emitted an event no outbox row
-        can hold (no retry changes that), else ``retryable``."""
+        """``non-retryable`` when the handler declared so, emitted an event no outbox row can
+        hold, or wrote a value the database refuses (too long, out of range, a NOT NULL or
+        CHECK broken): no retry changes those; else ``retryable``."""
         if isinstance(self.cause, (PermanentError, InvalidOutboxEvent, *self.spec.non_retryable)):
+            return PermanentError.reason
+        if is_data_error(self.cause):
             return PermanentError.reason
         return "retryable"
 

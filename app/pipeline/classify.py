@@ -185,6 +185,38 @@ def _driver_state_broken(error: BaseException | None) -> bool:
 _UNIQUE = {"23505", 1062, 1586, 1555, 2067}
 
 
+# A value no later attempt will store: PostgreSQL's data exceptions (class 22: too long, out
+# of range, not a number or a date, division by zero...), a NOT NULL or CHECK the row breaks
+# (23502, 23514); MySQL's and MariaDB's counterparts; SQLite's NOT NULL and CHECK. A foreign
+# key (the row it needs may come later) and a unique key (a race) are left retryable.
+_PG_DATA_CLASS = "22"
+_PG_DATA = {"23502", "23514"}
+_MYSQL_DATA = {1048, 1264, 1292, 1365, 1366, 1406, 3819, 4025}
+_SQLITE_DATA = {275, 1299}  # SQLITE_CONSTRAINT_CHECK, SQLITE_CONSTRAINT_NOTNULL
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """True when ``exc`` (or an error it wraps or was raised from) is the database refusing a
+    value of the event's: the same statement fails on every attempt."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        found = pending.pop()
+        if found is None or id(found) in seen:
+            continue
+        seen.add(id(found))
+        code = error_code(found)
+        if isinstance(code, str):
+            if code.startswith(_PG_DATA_CLASS) or code in _PG_DATA:
+                return True
+        elif code is not None:
+            sqlite = getattr(found, "sqlite_errorcode", None) is not None
+            if code in (_SQLITE_DATA if sqlite else _MYSQL_DATA):
+                return True
+        pending += [getattr(found, "orig", None), found.__cause__]
+    return False
+
+
 def is_unique_violation(exc: sa_exc.IntegrityError) -> bool:
     """True when ``exc`` says a row with the same unique key exists."""
     return error_code(exc.orig) in _UNIQUE
