@@ -60,8 +60,8 @@ class HandlerFailed(EventFailed):
     @property
     def reason(self) -> str:
         """``non-retryable`` when the handler declared so, emitted an event no outbox row can
-        hold, or wrote a value the database refuses (too long, out of range, a NOT NULL or
-        CHECK broken): no retry changes those; else ``retryable``."""
+        hold, or wrote a value its column can never hold (too long, not a number or a date,
+        none where one is required): no retry changes those; else ``retryable``."""
         if isinstance(self.cause, (PermanentError, InvalidOutboxEvent, *self.spec.non_retryable)):
             return PermanentError.reason
         if is_data_error(self.cause):

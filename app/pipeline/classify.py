@@ -185,19 +185,22 @@ def _driver_state_broken(error: BaseException | None) -> bool:
 _UNIQUE = {"23505", 1062, 1586, 1555, 2067}
 
 
-# A value no later attempt will store: PostgreSQL's data exceptions (class 22: too long, out
-# of range, not a number or a date, division by zero...), a NOT NULL or CHECK the row breaks
-# (23502, 23514); MySQL's and MariaDB's counterparts; SQLite's NOT NULL and CHECK. A foreign
-# key (the row it needs may come later) and a unique key (a race) are left retryable.
-_PG_DATA_CLASS = "22"
-_PG_DATA = {"23502", "23514"}
-_MYSQL_DATA = {1048, 1264, 1292, 1365, 1366, 1406, 3819, 4025}
-_SQLITE_DATA = {275, 1299}  # SQLITE_CONSTRAINT_CHECK, SQLITE_CONSTRAINT_NOTNULL
+# A value of the event's that its column can never hold, whatever else the database holds:
+# text too long, not a number or a date, characters the encoding lacks, or no value where one
+# is required. PostgreSQL: 22001, 22P02, 22007, 22008, 22021, 22P05, 23502; MySQL/MariaDB:
+# 1048, 1292, 1366, 1406; SQLite: SQLITE_CONSTRAINT_NOTNULL. Left retryable, as they may
+# pass once other events changed the rows they rest on: a CHECK (a balance below zero), a
+# number out of range (a counter grown past its type), a division by zero, a foreign key
+# (the row it needs may come later) and a unique key (a race).
+_PG_DATA = {"22001", "22P02", "22007", "22008", "22021", "22P05", "23502"}
+_MYSQL_DATA = {1048, 1292, 1366, 1406}
+_SQLITE_DATA = {1299}
 
 
 def is_data_error(exc: BaseException) -> bool:
     """True when ``exc`` (or an error it wraps or was raised from) is the database refusing a
-    value of the event's: the same statement fails on every attempt."""
+    value its column can never hold (``_PG_DATA``): the same statement fails on every
+    attempt."""
     seen: set[int] = set()
     pending: list[BaseException | None] = [exc]
     while pending:
@@ -207,7 +210,7 @@ def is_data_error(exc: BaseException) -> bool:
         seen.add(id(found))
         code = error_code(found)
         if isinstance(code, str):
-            if code.startswith(_PG_DATA_CLASS) or code in _PG_DATA:
+            if code in _PG_DATA:
                 return True
         elif code is not None:
             sqlite = getattr(found, "sqlite_errorcode", None) is not None

@@ -1,4 +1,4 @@
-"""A handler's value the database refuses is a non-retryable failure: the DLT at once.
+"""A handler's value that its column can never hold is non-retryable: the DLT at once.
 
 Contract, through the batch processor on PostgreSQL, MariaDB and SQLite: a handler
 whose statement writes a value that no attempt will store (NULL into a NOT NULL column;
@@ -6,7 +6,9 @@ on PostgreSQL and MariaDB also a text longer than its column) has its event
 dead-lettered as ``non-retryable`` on its first failure, with the database's error in
 the DLT record, instead of going through every retry tier (minutes) while its
 aggregate's later versions wait. A key already taken (another writer's race) stays
-retryable. The good events of the batch apply.
+retryable, as do errors that rest on other rows (a CHECK, a number out of range: see
+``tests/pipeline/test_an_error_that_always_recurs_is_not_retried_forever.py``). The
+good events of the batch apply.
 """
 
 from __future__ import annotations

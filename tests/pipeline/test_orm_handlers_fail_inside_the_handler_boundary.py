@@ -2,8 +2,9 @@
 
 Contract: objects a handler adds with ``ctx.session.add`` are flushed before the
 handler call returns to the framework, so a row the database refuses (here a
-NOT NULL column left empty) fails that handler call: the event is routed to a
-retry tier like any handler failure, the other events of the batch commit with
+NOT NULL column left empty) fails that handler call: the event is routed like any
+handler failure (no value where one is required: to the DLT at once, as no retry can
+change it), the other events of the batch commit with
 their ORM rows, and the processor returns instead of raising at the commit
 (which crash-looped the worker). A batch handler's rows flush once per call.
 """
@@ -68,7 +69,7 @@ async def test_a_row_the_database_refuses_routes_its_event_and_the_rest_commit(
 
     assert kinds(outcomes) == [
         ("good-1", Kind.APPLIED),
-        ("bad", Kind.RETRIED),
+        ("bad", Kind.DEAD_LETTERED),
         ("good-2", Kind.APPLIED),
     ]
     assert await ledger(engine) == ["good-1", "good-2"]
