@@ -15,7 +15,9 @@ what is needed:
   envelope could be read (eventId, aggregate, version) blocks its aggregate for
   every consumer; skipping it for a consumer lets that consumer take its version
   (its payload is never validated then). Poison without a readable envelope has
-  no version to take and is refused.
+  no version to take and holds back no aggregate: its skip publishes nothing and
+  marks its row ``skipped`` with the operator's decision (``settle``), so that it
+  leaves the dead rows an operator still has to decide on.
 
 The poison's own row (consumer ``''``) goes ``skip-requested`` when its skip is
 published and ``skipped`` once a consumer named took it (the worker settles it,
@@ -66,11 +68,14 @@ class Plan:
     left_alone: list[Entry]
     older_copies: list[Entry]
     refused: list[Entry]
+    settle: list[Entry] = field(default_factory=list)  # skipped poison: nothing to publish
 
     @property
     def selected(self) -> int:
         """How many records the selection matched."""
-        return len(self.act) + len(self.left_alone) + len(self.older_copies) + len(self.refused)
+        return sum(
+            map(len, (self.act, self.left_alone, self.older_copies, self.refused, self.settle))
+        )
 
 
 def plan(
@@ -86,10 +91,14 @@ def plan(
     act: list[Entry] = []
     left: list[Entry] = []
     refused: list[Entry] = []
+    settle: list[Entry] = []
     for entry in newest:
         poison = entry.dead.is_poison
         skips_poison = action is Action.SKIP and poison
-        if skips_poison and not (for_consumers and entry.dead.has_envelope):
+        if skips_poison and not entry.dead.has_envelope:
+            settled = entry.status in SETTLED and not force
+            (left if settled else settle).append(entry)
+        elif skips_poison and not for_consumers:
             refused.append(entry)
         # A skip of poison is for the consumers named, of whom its row's status says nothing.
         elif not force and entry.status in SETTLED | IN_FLIGHT and not skips_poison:
@@ -99,7 +108,7 @@ def plan(
         else:
             act.append(entry)
     act.sort(key=_original_order)
-    return Plan(act, left, older, refused)
+    return Plan(act, left, older, refused, sorted(settle, key=_original_order))
 
 
 def _original_order(entry: Entry) -> tuple[str, int, int, str]:
@@ -213,6 +222,27 @@ class Executor:
         if dead.unpublished is not None:
             await self.decisions.forget(dead.unpublished.outbox_id)
         return sent
+
+
+async def settle(
+    entries: Sequence[Entry], decisions: Decisions, by: str, note: str | None, report: Report
+) -> Summary:
+    """Mark the row of each of ``entries`` (poison without a readable envelope) ``skipped``
+    with the operator's decision; nothing is published. ``report`` hears of each one."""
+    summary = Summary()
+    for entry in entries:
+        key = entry.dead.failure_key
+        if entry.state.status == FailureStatus.UNKNOWN or key is None:
+            error = "the database has no row of it to mark (another database's record?)"
+        elif await decisions.decide(key, entry.state, FailureStatus.SKIPPED, by, note):
+            summary.done.append((entry, (-1, -1)))
+            report(entry, None, None)
+            continue
+        else:
+            error = f"its status changed from {entry.state.status} meanwhile; list it again"
+        summary.errors.append((entry, error))
+        report(entry, None, error)
+    return summary
 
 
 class _NotDone(Exception):

@@ -19,7 +19,7 @@ from rich.console import Console
 from app.kafka_clients import KafkaClients
 from app.records import RawRecord
 from dlq import render
-from dlq.actions import Action, Executor, Plan, Report, Summary, plan
+from dlq.actions import Action, Executor, Plan, Report, Summary, plan, settle
 from dlq.broker import read_at, read_topic, replayer
 from dlq.dead import UNPUBLISHED_PARTITION, DeadLetter
 from dlq.errors import CommandError, NothingMatched
@@ -107,19 +107,26 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
             decision.for_consumers,
         )
         _explain(todo, decision, target, out)
-        if todo.act and not decision.execute:
+        wanted = len(todo.act) + len(todo.settle)
+        if wanted and not decision.execute:
             out.print(
-                f"dry run: would {decision.action} {len(todo.act)} of {todo.selected} selected, "
+                f"dry run: would {decision.action} {wanted} of {todo.selected} selected, "
                 f"{_left_alone(todo)}; nothing published (add --execute)"
             )
             return 0
         summary = Summary()
+        if todo.settle:
+            summary = await settle(
+                todo.settle, store, decision.by, decision.note, _settled_reporter(out)
+            )
         if todo.act:
             async with replayer(target.clients) as sender:
                 executor = Executor(
                     decision.action, sender, store, decision.by, decision.note, decision.rate
                 )
-                summary = await executor.run(todo.act, _reporter(decision.action, out))
+                published = await executor.run(todo.act, _reporter(decision.action, out))
+            summary.done += published.done
+            summary.errors += published.errors
     out.print(
         f"selected {todo.selected}: {decision.action.past} {len(summary.done)}, "
         f"{_left_alone(todo)}, errors {len(summary.errors)}"
@@ -203,12 +210,23 @@ def _explain(todo: Plan, decision: Decision, target: Target, out: Console) -> No
         out.print(f"left alone {entry.dead.position}: an older copy of a record selected too")
     for entry in todo.refused:
         dead = entry.dead
-        if dead.has_envelope:
-            why = "is no consumer's; name each consumer to skip it for with --for-consumer"
-        else:
-            why = "has no readable envelope, no version to take; replay it once a deployment "
-            why += "can read it"
+        why = "is no consumer's; name each consumer to skip it for with --for-consumer"
         out.print(f"refused {dead.position}: poison ({dead.reason}) {why}")
+    for entry in todo.settle:
+        dead = entry.dead
+        out.print(
+            f"to skip {dead.position}: poison ({dead.reason}) with no readable envelope: "
+            "nothing to deliver, no version held back; its row is marked skipped"
+        )
+    if decision.action is Action.REPLAY:
+        for entry in todo.act:
+            dead = entry.dead
+            if dead.is_poison and not dead.has_envelope:
+                out.print(
+                    f"note {dead.position}: poison ({dead.reason}) with no readable envelope: "
+                    "the replay dead-letters it again unless a deployment reads it now; "
+                    "skip settles it"
+                )
 
 
 def _reporter(action: Action, out: Console) -> Report:
@@ -220,6 +238,17 @@ def _reporter(action: Action, out: Console) -> Report:
         else:
             where = f"{dead.original_topic}[{sent[0]}]@{sent[1]}"
             out.print(f"{action.past} {dead.position} ({who}) -> {where}")
+
+    return report
+
+
+def _settled_reporter(out: Console) -> Report:
+    def report(entry: Entry, sent: tuple[int, int] | None, error: str | None) -> None:
+        position = entry.dead.position
+        if error is not None:
+            out.print(f"[red]error[/] {position} (poison): {error}")
+        else:
+            out.print(f"skipped {position} (poison): nothing published, its row marked skipped")
 
     return report
 

@@ -4,13 +4,15 @@
 Contract: an event whose payload fails its schema (``invalid-schema``) but whose
 envelope names its id, aggregate and version is dead-lettered once, for nobody,
 and every consumer parks the aggregate's later versions behind it. ``skip``
-refuses it without ``--for-consumer``, and refuses poison without a readable
-envelope whatever it is given. ``skip P:O --for-consumer C --execute`` makes C
+refuses it without ``--for-consumer``. ``skip P:O --for-consumer C --execute`` makes C
 (and only C) take the dead event's version without running a handler, so C's
 parked successor applies while the other consumer still waits; naming the
 other one then unblocks it too. The poison's ``failed_event`` row records the
 latest decision and is ``skipped`` once a consumer took a skip of it (retention
-deletes it in time); nothing takes effect twice.
+deletes it in time); nothing takes effect twice. Poison without a readable envelope
+holds back nothing: its replay's dry run says the replay dead-letters it again, and
+its skip publishes nothing and marks its row ``skipped`` with the decision, after
+which a replay of every dead record leaves it alone.
 """
 
 from __future__ import annotations
@@ -103,13 +105,23 @@ async def test_readable_poison_is_skipped_for_each_consumer_named(
 
     await produce(stream, [Message(order.order_id.encode(), b"\xff not an event")])
     unreadable = (await dead_letters(stream, 2, [worker]))[-1]
-    refused = await dlq(
-        "skip",
-        f"{unreadable.partition}:{unreadable.offset}",
-        "--for-consumer",
-        PROBE,
-        "--execute",
-    )
-    assert refused.code == 2, refused.out
-    assert "no readable envelope" in refused.out
+    where = f"{unreadable.partition}:{unreadable.offset}"
+    replaying = await dlq("replay", where)
+    assert replaying.code == 0, replaying.out
+    assert f"note {where}: poison (undecodable) with no readable envelope" in replaying.out
+    settled = await dlq("skip", where, "--execute", "--why", "garbage")
+    assert settled.code == 0, settled.out + settled.err
+    assert f"skipped {where} (poison): nothing published, its row marked skipped" in settled.out
+    assert (await failures(database_url))[-1] == {
+        "consumer_group": "",
+        "event_id": None,
+        "status": "skipped",
+        "attempts": 1,
+        "reason": "undecodable",
+        "decided_by": "night-shift",
+        "decision_note": "garbage",
+    }
+    again = await dlq("replay", "--status", "dead", "--execute")  # settled: no longer dead
+    assert (again.code, again.out) == (1, ""), again.err
+    assert "matches status=dead" in again.err
     assert orjson.loads(poison.value or b"{}")["eventId"] == broken["eventId"]

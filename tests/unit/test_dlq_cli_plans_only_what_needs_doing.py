@@ -3,8 +3,9 @@
 Contract: of the selected records, ``resolved``/``skipped`` (settled) and
 ``retrying`` (a replay already under way) ones are left alone unless
 ``force``; of several DLT copies of one failure (it died again after a
-replay) only the newest is acted on; ``skip`` refuses poison, which has no
-consumer to skip for, while ``replay`` takes it. What is acted on comes in
+replay) only the newest is acted on; ``skip`` refuses poison whose envelope was read
+unless consumers are named to skip it for, settles (marks ``skipped``, publishing
+nothing) poison without one, which holds back no version, while ``replay`` takes both. What is acted on comes in
 the original topic's order, and no record is lost from the count.
 """
 
@@ -54,15 +55,27 @@ def test_only_the_newest_copy_of_a_failure_is_acted_on() -> None:
     assert todo.selected == 3
 
 
-def test_skip_refuses_poison_and_replay_takes_it() -> None:
-    poison = entry(letter(2, consumer=None, reason=DeadReason.INVALID_SCHEMA, original=(0, 3)))
+def test_skip_refuses_readable_poison_settles_unreadable_poison_and_replay_takes_both() -> None:
+    readable = entry(
+        letter(2, consumer=None, reason=DeadReason.INVALID_SCHEMA, original=(0, 3), readable=True)
+    )
+    unreadable = entry(letter(3, consumer=None, reason=DeadReason.UNDECODABLE, original=(0, 2)))
     paid = entry(letter(1, original=(0, 4)))
 
-    skipped = plan([poison, paid], Action.SKIP)
-    replayed = plan([poison, paid], Action.REPLAY)
+    skipped = plan([readable, unreadable, paid], Action.SKIP)
+    replayed = plan([readable, unreadable, paid], Action.REPLAY)
 
     assert positions(skipped.refused) == ["0:2"] and positions(skipped.act) == ["0:1"]
-    assert positions(replayed.act) == ["0:2", "0:1"] and not replayed.refused
+    assert positions(skipped.settle) == ["0:3"] and skipped.selected == 3
+    assert positions(replayed.act) == ["0:3", "0:2", "0:1"]
+    assert not (replayed.refused or replayed.settle)
+
+
+def test_unreadable_poison_settled_already_is_left_alone_unless_forced() -> None:
+    unreadable = entry(letter(3, consumer=None, reason=DeadReason.UNDECODABLE), "skipped")
+
+    assert positions(plan([unreadable], Action.SKIP).left_alone) == ["0:3"]
+    assert positions(plan([unreadable], Action.SKIP, force=True).settle) == ["0:3"]
 
 
 def test_records_are_acted_on_in_the_original_topics_order() -> None:
