@@ -2,11 +2,11 @@
 
 Contract: of the selected records, ``resolved``/``skipped`` (settled) and
 ``retrying`` (a replay already under way) ones are left alone unless
-``force``; of several DLT copies of one failure (it died again after a
-replay) only the newest is acted on; ``skip`` refuses poison whose envelope was read
-unless consumers are named to skip it for, settles (marks ``skipped``, publishing
-nothing) poison without one, which holds back no version, while ``replay`` takes both. What is acted on comes in
-the original topic's order, and no record is lost from the count.
+``force``; of several DLT copies of one failure (it died again after a replay) only
+the newest is acted on; ``skip`` refuses poison whose envelope was read unless
+consumers are named to skip it for, settles (marks ``skipped``, publishing nothing)
+poison without one, which holds back no version, while ``replay`` takes both. What is
+acted on comes in the original topic's order, and no record is lost from the count.
 """
 
 from __future__ import annotations
