@@ -1,11 +1,12 @@
 """The README's "Your own service" steps work as written, in a folder outside the checkout.
 
-Contract: every Python block of that section is written to the file its first line
-names, in a fresh folder outside the repository, and every shell line is run there in
-order, as written: the test with ``app.testing`` passes; ``faust -A app worker`` with
-``HANDLER_MODULES=revenue`` becomes ready on a broker where none of its topics exists
-yet (it creates the order topic, its tiers and DLT, and ``revenue-totals``); ``python
-send.py`` sends two paid invoices and a duplicate; ``trace`` shows ``e-1`` applied once.
+Contract: every Python (and ini) block of that section is written to the file its first
+line names, in a fresh folder outside the repository, and every shell line is run there
+in order, as written: the test with ``app.testing`` passes, with no warning; ``faust -A
+app worker`` with ``HANDLER_MODULES=revenue`` becomes ready on a broker where none of its
+topics exists yet (it creates the order topic, its tiers and DLT, and
+``revenue-totals``); ``python send.py`` sends two paid invoices and a duplicate;
+``trace`` shows ``e-1`` applied once.
 Then the ``revenue`` table holds ``acme`` with 1,300 cents and ``revenue-totals`` two
 ``RevenueAdded`` events, on PostgreSQL and on MariaDB.
 
@@ -64,14 +65,18 @@ def section_blocks() -> list[Block]:
     return [Block(lang, body) for lang, body in re.findall(r"```(\w+)\n(.*?)```", section, re.S)]
 
 
+FILE_BLOCKS = ("python", "ini")
+
+
 def write_files(blocks: list[Block], folder: Path) -> list[str]:
-    """Each Python block into the file its first line names (``# revenue/models.py``)."""
+    """Each Python (or ini) block into the file its first line names
+    (``# revenue/models.py``)."""
     written = []
     for block in blocks:
-        if block.language != "python":
+        if block.language not in FILE_BLOCKS:
             continue
         first = block.text.splitlines()[0]
-        assert first.startswith("# "), f"a Python block names no file: {first!r}"
+        assert first.startswith("# "), f"a {block.language} block names no file: {first!r}"
         path = folder / first.removeprefix("# ").strip()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(block.text)
@@ -131,6 +136,7 @@ async def test_the_readme_steps_build_a_service_that_works(
         "revenue/migrations/0001_revenue.py",
         "revenue/handlers.py",
         "tests/test_revenue.py",
+        "pytest.ini",
         "send.py",
     ]
     web_port = free_port()
@@ -175,6 +181,8 @@ async def test_the_readme_steps_build_a_service_that_works(
             continue
         ran = await _run(line, service, env)
         assert ran.returncode == 0, f"{line!r} failed:\n{ran.stdout}\n{ran.stderr}"
+        if "pytest" in line:  # the handler's test passes, and warns of nothing
+            assert "warning" not in (ran.stdout + ran.stderr).lower(), ran.stdout + ran.stderr
 
     engine = create_engine(database_url, pool_size=1)
     try:
