@@ -40,6 +40,11 @@ def import_handler_modules(names: Sequence[str]) -> None:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
             raise ConfigurationError(f"HANDLER_MODULES: cannot import {name!r}: {exc}") from exc
+        except SyntaxError as exc:  # the file and line say it all: no traceback needed
+            where = f"{exc.filename}, line {exc.lineno}" if exc.filename else "its source"
+            raise ConfigurationError(
+                f"HANDLER_MODULES: {name!r} does not compile: {exc.msg} ({where})"
+            ) from None
 
 
 def check_allowlist(registry: Registry, names: Sequence[str]) -> None:

@@ -29,6 +29,10 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./effectively_once.db"
 DEFAULT_AGGREGATE_TYPE = "ORDER"
 """The ``aggregateType`` of an event that names none, in its value or a header."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_KAFKA_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_SSL_PASSWORD = re.compile(r"[?&]sslpassword=([^&]*)")
+DEDUP_RETENTION_FLOOR = timedelta(hours=1)
+MAX_RETRY_DELAY_SECONDS = 7 * 86_400.0
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
 
 
@@ -151,9 +155,7 @@ class Settings(BaseSettings, BrokerSecuritySettings):
             if secret is not None
         ]
         for url in (self.database_url, self.redis_url):
-            password = urlsplit(url).password if url else None
-            if password:
-                found += [password, unquote(password)]
+            found += url_secrets(url) if url else []
         return tuple(dict.fromkeys(found))
 
     @property
@@ -165,6 +167,18 @@ class Settings(BaseSettings, BrokerSecuritySettings):
             response=self.db_response_timeout_seconds,
             probe_after=self.db_session_probe_seconds,
         )
+
+    @field_validator("order_topic", "app_id")
+    @classmethod
+    def _kafka_name(cls, value: str) -> str:
+        """Kafka's topic names take only ASCII letters, digits, ``.``, ``_`` and ``-`` (faust
+        names topics after ``APP_ID`` too): anything else is refused at start, here."""
+        if not _KAFKA_NAME.fullmatch(value):
+            raise ValueError(
+                "must be 1 to 249 of the characters a Kafka topic name takes: ASCII letters, "
+                "digits, '.', '_' and '-'"
+            )
+        return value
 
     @field_validator("order_topic")
     @classmethod
@@ -194,6 +208,17 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     def _not_negative(cls, value: timedelta) -> timedelta:
         if value < timedelta(0):
             raise ValueError("must not be negative")
+        return value
+
+    @field_validator("dedup_retention")
+    @classmethod
+    def _keeps_dedup_records(cls, value: timedelta) -> timedelta:
+        if value < DEDUP_RETENTION_FLOOR:
+            raise ValueError(
+                "must be at least 1h (a bare number is seconds: write 30d): an event redelivered "
+                "or replayed after its dedup record was deleted applies again, so it must "
+                "exceed the topic's retention and any replay window"
+            )
         return value
 
     @field_validator("retry_delays")
@@ -242,8 +267,17 @@ def check_redis_url(url: str) -> None:
     try:
         parts.port  # noqa: B018 - urlsplit checks the port only when asked for it
     except ValueError:
-        raise ValueError("the port of the Redis URL is not a number between 0 and 65535") from None
+        raise ValueError(
+            "the port of the Redis URL is not a number between 0 and 65535 (a password holding "
+            "'#', '?' or '/' must be written percent-encoded: %23, %3F, %2F)"
+        ) from None
     require("redis", "redis", "REDIS_URL")
+    from redis.connection import parse_url
+
+    try:
+        parse_url(url)
+    except ValueError as exc:  # its query's values: redis-py's message quotes no password
+        raise ValueError(f"redis-py cannot read the Redis URL: {exc}") from None
 
 
 def _names(text: str) -> list[str]:
@@ -257,9 +291,31 @@ def parse_delays(text: str) -> tuple[float, ...]:
         delays = tuple(float(part) for part in parts)
     except ValueError:
         raise ValueError(f"RETRY_DELAYS must be comma-separated seconds, got {text!r}") from None
-    if any(delay <= 0 for delay in delays) or list(delays) != sorted(set(delays)):
-        raise ValueError(f"RETRY_DELAYS must be positive and increasing, got {text!r}")
+    if not all(0 < delay <= MAX_RETRY_DELAY_SECONDS for delay in delays):
+        raise ValueError(
+            f"RETRY_DELAYS must be seconds above 0 and at most {MAX_RETRY_DELAY_SECONDS:g} "
+            f"(7 days), got {text!r}"
+        )
+    if list(delays) != sorted(set(delays)):
+        raise ValueError(f"RETRY_DELAYS must be increasing, got {text!r}")
     return delays
+
+
+def url_secrets(url: str) -> list[str]:
+    """The password of ``url`` (as a URL parser reads it, and as written up to its last
+    ``@``, which a parser may read otherwise when it holds ``#``, ``?`` or ``/``) and an
+    ``sslpassword`` parameter, each as written and URL-decoded."""
+    found = []
+    try:
+        found.append(urlsplit(url).password or "")
+    except ValueError:  # a port that is no number: the parts below still find the password
+        pass
+    _, sep, rest = url.partition("://")
+    userinfo = rest.rpartition("@")[0] if sep else ""
+    if ":" in userinfo:
+        found.append(userinfo.partition(":")[2])
+    found += _SSL_PASSWORD.findall(url)
+    return [text for raw in found if raw for text in (raw, unquote(raw))]
 
 
 @lru_cache(maxsize=1)

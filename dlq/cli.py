@@ -112,7 +112,14 @@ Execute = Annotated[
     bool, typer.Option("--execute", help="Do it: publish the records (default: a dry run).")
 ]
 Force = Annotated[
-    bool, typer.Option("--force", help="Also act on resolved, skipped and retrying records.")
+    bool,
+    typer.Option(
+        "--force",
+        help=(
+            "Also act on resolved, skipped and retrying records, and skip for a consumer "
+            "this database never saw."
+        ),
+    ),
 ]
 Everything = Annotated[
     bool, typer.Option("--all", help="Allow --execute on every record of the dead-letter topic.")
@@ -238,13 +245,20 @@ def _selection(
     limit: int | None,
 ) -> Selection:
     now = datetime.now(UTC)
+    start = parse_moment(since, now) if since else None
+    end = parse_moment(until, now) if until else None
+    if start is not None and end is not None and start > end:
+        raise typer.BadParameter(
+            "--since is later than --until: no record can match (--since 2h --until 1h is "
+            "the hour before the last)"
+        )
     return Selection(
         positions=frozenset(parse_position(p) for p in positions or []),
         event_id=event_id,
         consumer=consumer,
         reason=reason.value if reason else None,
-        since=parse_moment(since, now) if since else None,
-        until=parse_moment(until, now) if until else None,
+        since=start,
+        until=end,
         statuses=frozenset(status.value for status in statuses or []),
         limit=limit,
     )

@@ -99,6 +99,14 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
         )
     on_topic = await _read_topic(target)
     async with failure_store(target.database_url) as store:
+        unknown = await store.unknown_consumers(decision.for_consumers)
+        if unknown and not decision.force:
+            names = ", ".join(repr(name) for name in unknown)
+            raise CommandError(
+                f"--for-consumer {names}: no consumer of that name ever took a version, "
+                "applied or failed an event in this database (mistyped?); --force skips for "
+                "it all the same"
+            )
         dead = await _read(store, on_topic, selection, target)
         todo = plan(
             await _join(store, dead, selection, target),

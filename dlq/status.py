@@ -23,7 +23,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.engine import create_engine
-from app.db.tables import failed_event
+from app.db.tables import aggregate_version, consumed_event, failed_event
 from app.db.urls import shown as shown_url
 from dlq import unpublished
 from dlq.dead import DeadLetter, FailureKey, FailureState
@@ -57,6 +57,20 @@ class FailureStore:
                 for group, topic, partition, offset, status, by, note in await conn.execute(query):
                     found[(group, topic, partition, offset)] = FailureState(status, by, note)
         return found
+
+    async def unknown_consumers(self, names: Iterable[str]) -> list[str]:
+        """Of ``names``, those no row of the database knows as a consumer: none took a
+        version, applied an event or failed one (a name mistyped, most likely)."""
+        unknown = []
+        async with self._connected() as conn:
+            for name in dict.fromkeys(names):
+                for table in (aggregate_version, consumed_event, failed_event):
+                    query = select(table.c.consumer_group).where(table.c.consumer_group == name)
+                    if (await conn.execute(query.limit(1))).first() is not None:
+                        break
+                else:
+                    unknown.append(name)
+        return unknown
 
     async def unpublished(self, dlt: str) -> list[DeadLetter]:
         """The failures of ``dlt`` and its retry tiers whose record the relay gave up on."""

@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import ssl
 
+from sqlalchemy import inspect
 from sqlalchemy.engine import make_url
 
 from app.db.engine import create_engine
 from app.db.error_code import error_code
 from app.db.timeouts import DbTimeouts
-from app.errors import DatabaseRefused
+from app.errors import ConfigurationError, DatabaseRefused
 
 # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
 _NAME_MISMATCH = (62, 64)
@@ -98,6 +99,26 @@ async def check_database(url: str, timeouts: DbTimeouts) -> None:
             ) from None
     finally:
         await engine.dispose()
+
+
+async def check_schema(url: str, timeouts: DbTimeouts, table: str = "consumed_event") -> None:
+    """Raise ``ConfigurationError`` if the database at ``url`` answers and has no ``table``
+    (the framework's schema was never migrated there); one out of reach passes (the caller
+    waits for it)."""
+    engine = create_engine(url, pool_size=1, timeouts=timeouts)
+    try:
+        async with asyncio.timeout(timeouts.connect + 1), engine.connect() as conn:
+            present = await conn.run_sync(lambda sync: inspect(sync).has_table(table))
+    except Exception:
+        return
+    finally:
+        await engine.dispose()
+    if not present:
+        raise ConfigurationError(
+            f"the database at {where(url)} has no table {table}: its schema was never "
+            "migrated; run python -m app.db.migrate (with HANDLER_MODULES set), or start "
+            "with MIGRATE_ON_START=true"
+        )
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

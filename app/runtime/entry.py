@@ -14,7 +14,8 @@ Found here, before faust starts, each in one line with exit code 2:
   the prefilter's fail-open path, which would hide it for good.
 
 - a database whose URL asks for TLS and whose certificate is not trusted or does not
-  name the host (``app.db.refusal``).
+  name the host (``app.db.refusal``); with ``MIGRATE_ON_START=false``, one that answers
+  without the framework's tables (never migrated).
 
 A broker, a database or a Redis that cannot be reached is left to faust and to the prefilter
 (wait, fail open), as at run time.
@@ -32,7 +33,7 @@ from typing import Any, TypeVar
 from aiokafka.errors import KafkaError
 from pydantic import ValidationError
 
-from app.db.refusal import check_database
+from app.db.refusal import check_database, check_schema
 from app.errors import BrokerUnreachable, ConfigurationError
 from app.kafka_clients import CONNECT_TIMEOUT_SECONDS, KafkaClients
 from app.prefilter.client import refusal
@@ -52,6 +53,8 @@ def build_app_or_exit() -> Any:
         settings = get_settings()
         registry = import_handlers(settings, default_registry)
         _run_quietly(check_database(settings.database_url, settings.db_timeouts))
+        if not settings.migrate_on_start:
+            _run_quietly(check_schema(settings.database_url, settings.db_timeouts))
         clients = KafkaClients.from_settings(settings)
         _broker_serves(clients, settings, needed_topics(settings, registry))
         if settings.redis_url:

@@ -4,7 +4,8 @@
 Contract: an event whose payload fails its schema (``invalid-schema``) but whose
 envelope names its id, aggregate and version is dead-lettered once, for nobody,
 and every consumer parks the aggregate's later versions behind it. ``skip``
-refuses it without ``--for-consumer``. ``skip P:O --for-consumer C --execute`` makes C
+refuses it without ``--for-consumer``, and for a consumer name the database never saw
+(a typo, whose skip nobody would ever take). ``skip P:O --for-consumer C --execute`` makes C
 (and only C) take the dead event's version without running a handler, so C's
 parked successor applies while the other consumer still waits; naming the
 other one then unblocks it too. The poison's ``failed_event`` row records the
@@ -69,6 +70,9 @@ async def test_readable_poison_is_skipped_for_each_consumer_named(
     refused = await dlq("skip", position, "--execute")
     assert refused.code == 2, refused.out + refused.err
     assert "--for-consumer" in refused.out
+    typo = await dlq("skip", position, "--for-consumer", "dlq-prbe", "--execute")
+    assert typo.code == 2, typo.out + typo.err
+    assert "--for-consumer 'dlq-prbe': no consumer of that name" in typo.out + typo.err
 
     done = await dlq(
         "skip", position, "--for-consumer", PROBE, "--execute", "--why", "garbled upstream"

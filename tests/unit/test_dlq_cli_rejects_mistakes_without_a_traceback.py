@@ -1,6 +1,7 @@
 """A mistake on the command line gets a one-line answer and exit code 2, never a traceback.
 
-Contract: a malformed position, time, status or reason, a non-positive rate, ``show``
+Contract: a malformed position, time, status or reason, a window whose start is after
+its end, a non-positive rate, ``show``
 without a record, a bad setting in the environment, and ``--execute`` on the
 whole dead-letter topic without ``--all`` are refused before the broker or
 database is contacted (they point at a port nothing listens on here). So is a broker
@@ -33,6 +34,7 @@ ENV = {
         (["replay", "0:1", "1"], {}, "<dlt-partition>:<dlt-offset>"),
         (["list", "--since", "yesterday"], {}, "ISO-8601"),
         (["list", "--until", "soon"], {}, "ISO-8601"),
+        (["list", "--since", "1h", "--until", "2h"], {}, "--since is later than --until"),
         (["list", "--status", "lost"], {}, "'lost' is not one of"),
         (["replay", "--reason", "oops"], {}, "'oops' is not one of"),
         (["list", "--limit", "0"], {}, "--limit"),

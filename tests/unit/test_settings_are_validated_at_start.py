@@ -9,8 +9,10 @@ all), reads ``RETRY_DELAYS`` as the retry tiers in seconds (default
 ``DEFAULT_AGGREGATE_TYPE`` (default ``ORDER``) only as an aggregate type the
 tables can store, and refuses
 out-of-range numbers, an unknown unseen-aggregate policy, an unsupported
-database scheme and retry delays that are not positive and increasing with a
-``ValidationError`` at start-up.
+database scheme, retry delays that are not positive, finite (7 days at most) and
+increasing, a ``DEDUP_RETENTION`` under an hour (a bare number is seconds: ``30`` meant
+as days would let every redelivery apply again), and an ``ORDER_TOPIC`` or ``APP_ID``
+that is no Kafka topic name, with a ``ValidationError`` at start-up.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ import pytest
 from pydantic import ValidationError
 
 from app.db.timeouts import DbTimeouts
-from app.settings import DEFAULT_DATABASE_URL, Settings, UnseenAggregatePolicy, get_settings
+from app.settings import (
+    DEFAULT_DATABASE_URL,
+    Settings,
+    UnseenAggregatePolicy,
+    get_settings,
+    url_secrets,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -126,6 +134,17 @@ def test_the_database_url_gets_an_async_driver(url: str, expected: str) -> None:
         ("retry_delays", "5,1"),
         ("retry_delays", "1,1"),
         ("retry_delays", "1s,5s"),
+        ("retry_delays", "nan"),
+        ("retry_delays", "1,inf"),
+        ("retry_delays", "1e12"),
+        ("dedup_retention", "30"),  # seconds: every redelivery a day later applies again
+        ("dedup_retention", "0"),
+        ("dedup_retention", "59m"),
+        ("order_topic", "bad topic!"),
+        ("order_topic", "orders/eu"),
+        ("app_id", "orders service"),
+        ("app_id", ""),
+        ("redis_url", "redis://:pw@127.0.0.1:6379/0?socket_timeout=abc"),
         ("default_aggregate_type", ""),
         ("default_aggregate_type", "x" * 101),
         ("default_aggregate_type", "ORDER\x00"),
@@ -155,3 +174,24 @@ def test_get_settings_reads_the_environment_once(monkeypatch: pytest.MonkeyPatch
 
     assert get_settings() is first
     assert first.batch_size == 7
+
+
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        ("postgresql://postgres:S3cr3t#x@127.0.0.1/orders", "S3cr3t#x"),
+        ("postgresql://postgres:a/b?c@127.0.0.1/orders", "a/b?c"),
+        ("postgresql://postgres:p%40ss@127.0.0.1/orders", "p@ss"),
+    ],
+)
+def test_every_password_a_database_url_holds_is_a_secret(url: str, secret: str) -> None:
+    assert secret in Settings(database_url=url).secrets
+
+
+def test_the_client_keys_password_is_a_secret() -> None:
+    url = "postgresql://u@h/orders?sslmode=require&sslcert=/c&sslkey=/k&sslpassword=hunter%232"
+    assert {"hunter%232", "hunter#2"} <= set(url_secrets(url))
+
+
+def test_a_redis_password_with_a_reserved_character_is_a_secret() -> None:
+    assert "pw#1" in Settings(redis_url="redis://:pw%231@127.0.0.1:6379/0").secrets
