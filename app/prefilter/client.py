@@ -81,6 +81,8 @@ async def refusal(url: str, within: float) -> str | None:
     except ResponseError as exc:
         if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc):
             return f"{where}: the login was refused ({exc}); check the password in REDIS_URL"
+        if "DB index" in str(exc):  # SELECT of a database the server does not have
+            return f"{where}: it has no such database ({exc}); check the /<db> of REDIS_URL"
         return None
     except Exception as exc:
         why = _tls_refusal(exc, parts.hostname or "") if parts.scheme == "rediss" else None
