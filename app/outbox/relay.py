@@ -200,6 +200,9 @@ class Relay:
         self._missing_checked_at = 0.0
         # Topics the ACLs do not let this relay write -> the denial, while rows wait for it.
         self.denied: dict[str, str] = {}
+        # The database answered without an outbox_event table (never migrated): until a
+        # cycle ends.
+        self.schema_missing = False
         self.config = config or RelayConfig()
         self.clock = clock
         self.on_pause = on_pause
@@ -278,6 +281,7 @@ class Relay:
                 self.on_progress()
             # A denied write holds its cycle until it goes: a cycle that ended waits on none.
             self.denied.clear()
+            self.schema_missing = False
             metrics.relay_polled()
             await self._recheck_missing()
             if claimed >= self.config.batch_size:
@@ -802,6 +806,7 @@ class Relay:
                 denied,
             )
         elif _missing_table(exc):
+            self.schema_missing = True
             log.error(
                 "no outbox_event table in the database: run the migrations "
                 "(python -m app.db.migrate); checking again in %.1fs",

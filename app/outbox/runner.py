@@ -159,7 +159,8 @@ class RelayRunner:
         refused); the cluster's ACLs deny it a write its rows wait for, or its producer
         (named, with the permission: it waits in place and resumes once granted); a
         topic it has rows for is missing and could not be created (named, with
-        the broker's reason: those rows wait); or no claim-publish-settle cycle has ended
+        the broker's reason: those rows wait); the database has no ``outbox_event`` table
+        (never migrated); or no claim-publish-settle cycle has ended
         for ``RELAY_STALL_SECONDS`` (a broker it cannot reach, a database that does not
         answer, a cycle that hangs): rows that are due then wait, and nothing else would
         say so."""
@@ -171,6 +172,13 @@ class RelayRunner:
         if denied:
             return readiness.Check(
                 "relay", False, f"{'; '.join(denied)}: its rows wait in place until it is granted"
+            )
+        if self.relay.schema_missing:
+            return readiness.Check(
+                "relay",
+                False,
+                "the database has no outbox_event table: run the migrations "
+                "(python -m app.db.migrate); the relay checks again meanwhile",
             )
         if self.relay.missing_topics:
             named = "; ".join(

@@ -4,12 +4,15 @@ Contract: a relay that runs, on a migrated database and a reachable broker, answ
 ``/ready`` with 200 and the worker's body (``status`` ``ready``, its ``relay`` check
 with the rows published); one whose database cannot be reached answers 503 once no
 cycle ended for ``RELAY_STALL_SECONDS``, naming the ``relay`` check and why (before,
-a standalone relay had only ``/metrics``: nothing an orchestrator could act on).
+a standalone relay had only ``/metrics``: nothing an orchestrator could act on). One on
+a database never migrated answers 503 at once, naming the missing table and the
+command that creates it (before, it stayed ready for ``RELAY_STALL_SECONDS``).
 ``/metrics`` still serves the relay's metrics.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -63,5 +66,29 @@ async def test_a_relay_that_cannot_reach_its_database_is_not_ready(
         )
         assert body["status"] == "not ready" and body["failed"] == ["relay"]
         assert body["checks"]["relay"]["detail"].startswith("no relay cycle ended for ")
+    finally:
+        relays.kill_all()
+
+
+async def test_a_relay_on_a_database_never_migrated_says_so_at_once(
+    make_database: Callable[[str], Awaitable[str]], stream: Stream, tmp_path: Path
+) -> None:
+    database_url = await make_database("postgresql")  # no migrations run on it
+    port = free_port()
+    relays = Relays(tmp_path / "relays")
+    env = {"RELAY_METRICS_PORT": str(port)}  # the default RELAY_STALL_SECONDS: 120
+    try:
+        relays.start(database_url, stream.broker_url, env)
+
+        _, body = await eventually(
+            lambda: get_json_at(port, "/ready"),
+            lambda got: got[0] == 503,
+            what="/ready 503 long before RELAY_STALL_SECONDS",
+            within=30,
+        )
+        assert body["failed"] == ["relay"]
+        assert body["checks"]["relay"]["detail"].startswith(
+            "the database has no outbox_event table: run the migrations"
+        )
     finally:
         relays.kill_all()
