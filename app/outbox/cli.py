@@ -108,21 +108,26 @@ def requeue(
     if bool(row_ids) == every:
         raise typer.BadParameter("name the rows (their ids) or give --all, not both")
 
-    async def act(conn: AsyncConnection) -> tuple[list[int], list[int]]:
+    async def act(conn: AsyncConnection) -> tuple[list[int], list[int], set[int]]:
         chosen = list(row_ids or [])
         if every:
             chosen = [row["id"] for row in await dead.list_rows(conn, topic=topic)]
+        present = await dead.existing(conn, chosen)
         if not execute:
             found = await dead.list_rows(conn)
-            return chosen, [row_id for row_id in chosen if row_id in {r["id"] for r in found}]
-        return chosen, await dead.requeue(conn, chosen)
+            named = [row_id for row_id in chosen if row_id in {r["id"] for r in found}]
+            return chosen, named, present
+        return chosen, await dead.requeue(conn, chosen), present
 
-    chosen, done = _run(database_url, act, write=True)
+    chosen, done, present = _run(database_url, act, write=True)
     verb = "re-queued" if execute else "would re-queue"
     out.print(f"{verb} {len(done)} of {len(chosen)} row(s): {', '.join(map(str, done)) or '-'}")
-    skipped = sorted(set(chosen) - set(done))
+    skipped = sorted(present - set(done))
     if skipped:
         out.print(f"left alone (not DEAD): {', '.join(map(str, skipped))}")
+    missing = sorted(set(chosen) - present)
+    if missing:
+        err.print(f"no outbox row {', '.join(map(str, missing))}")
     if not execute and done:
         out.print("dry run: nothing changed (add --execute)")
     if not done:

@@ -50,6 +50,14 @@ async def one_row(
     return dict(found) if found is not None else None
 
 
+async def existing(conn: AsyncConnection, ids: Sequence[int]) -> set[int]:
+    """Which of ``ids`` are rows of the outbox."""
+    if not ids:
+        return set()
+    found = await conn.execute(select(t.c.id).where(t.c.id.in_(list(ids))))
+    return {row_id for (row_id,) in found}
+
+
 async def requeue(conn: AsyncConnection, ids: Sequence[int]) -> list[int]:
     """Put the ``DEAD`` rows among ``ids`` back to ``PENDING``, attempts afresh; which ones."""
     if not ids:

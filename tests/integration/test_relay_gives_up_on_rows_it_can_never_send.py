@@ -6,7 +6,8 @@ maximum and ``last_error`` saying why; every other row ships, the dead row's
 aggregate's later rows included, once it is dead (they waited for it, not more). This
 relay creates no topic (built without a topic maker, as with ``TOPICS_DECLARE=false``).
 ``python -m app outbox list`` shows the dead rows, and ``requeue --execute`` puts one
-back once its topic exists: it ships. On each database.
+back once its topic exists: it ships (an id no row has is said so, exit code 1). On each
+database.
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ async def test_rows_that_cannot_be_sent_go_dead_and_the_rest_ships(
         }
         lost = found["lost"]["id"]
         await ensure_topic(stream.bootstrap, missing, 1)
+        typo = await app_command("outbox", "requeue", "987654", "--execute", env=env)
+        assert typo[0] == 1 and "no outbox row 987654" in typo[2], typo
+        assert "left alone" not in typo[1], typo
         code, said, _ = await app_command("outbox", "requeue", str(lost), "--execute", env=env)
         assert code == 0, said
         await until_idle(relay)
