@@ -21,7 +21,7 @@ from app.records import RawRecord
 from dlq import render
 from dlq.actions import Action, Executor, Plan, Report, Summary, plan, settle
 from dlq.broker import read_at, read_topic, replayer
-from dlq.dead import UNPUBLISHED_PARTITION, DeadLetter
+from dlq.dead import UNPUBLISHED_PARTITION, DeadLetter, position_text
 from dlq.errors import CommandError, NothingMatched
 from dlq.selection import Entry, Selection, finish, prefilter, split_copies
 from dlq.status import FailureStore, failure_store
@@ -80,7 +80,15 @@ async def one_entry(
         selection, dead = Selection(), [DeadLetter.of(record)]
     async with failure_store(target.database_url) as store:
         if dead is None:
-            dead = await _read(store, on_topic, selection, target)
+            try:
+                dead = await _read(store, on_topic, selection, target)
+            except NothingMatched:
+                if position is None:
+                    raise
+                raise NothingMatched(
+                    f"no failure record at {position_text(*position)}: none of the records "
+                    "the relay gave up on has that outbox id (python -m dlq list shows them)"
+                ) from None
         newest, _ = split_copies(await _join(store, dead, selection, target))
     if len(newest) > 1:
         where = ", ".join(entry.dead.position for entry in newest)

@@ -108,6 +108,11 @@ async def test_a_record_no_topic_can_hold_is_listed_and_skipped(
     shown = await dlq("show", "--event-id", event_id)
     assert shown.code == 0, shown.err
     assert "unpublished" in shown.out and PADDING[:100] in shown.out
+    by_id = await dlq("show", f"outbox:{dead['id']}")
+    assert by_id.code == 0 and PADDING[:100] in by_id.out, by_id.err
+    typo = await dlq("show", "outbox:987654")
+    assert typo.code == 1, typo.out + typo.err
+    assert "no failure record at outbox:987654" in typo.err, typo.err
 
     done = await dlq("skip", "--event-id", event_id, "--execute", "--why", "too large to keep")
     assert done.code == 0, done.out + done.err
