@@ -86,9 +86,11 @@ def ssl_context(
                 raise ValueError(
                     "BROKER_SSL_KEY_PASSWORD: does not decrypt the private key"
                 ) from None
+            variable = "BROKER_SSL_KEY_FILE" if key_file else "BROKER_SSL_CERT_FILE"
+            why = exc.reason or exc.strerror or "no PEM private key in it"
             raise ValueError(
-                "BROKER_SSL_CERT_FILE: no PEM certificate and private key could be read "
-                f"(from {cert_file}{f' and {key_file}' if key_file else ''}: {exc.reason})"
+                f"{variable}: no PEM certificate and private key could be read "
+                f"(from {cert_file}{f' and {key_file}' if key_file else ''}: {why})"
             ) from None
         except OSError as exc:
             raise ValueError(f"BROKER_SSL_CERT_FILE: cannot be read ({exc})") from None

@@ -195,6 +195,11 @@ def test_tls_files_are_loaded_at_start(
         broker_ssl_key_file=str(client.key),
         broker_ssl_key_password=SECRET,
     ) == ["BROKER_SSL_KEY_FILE: the private key does not belong to the certificate"]
+    [no_key] = mistakes(
+        **tls, broker_ssl_cert_file=str(other.cert), broker_ssl_key_file=str(ca.cert)
+    )  # the CA's certificate given as the key: no key in it
+    assert no_key.startswith("BROKER_SSL_KEY_FILE: no PEM certificate and private key could be")
+    assert not no_key.endswith("None)"), no_key
     assert mistakes(**tls, broker_ssl_key_file=str(client.key), broker_ssl_key_password=SECRET) == [
         "BROKER_SSL_KEY_FILE: set without BROKER_SSL_CERT_FILE, the certificate it belongs to"
     ]
