@@ -102,6 +102,14 @@ class BrokerSecuritySettings(BaseModel):
                 _refuse("set without BROKER_SSL_CERT_FILE, the certificate it belongs to")
         return value
 
+    @field_validator("broker_ssl_check_hostname")
+    @classmethod
+    def _hostname_check_fits(cls, value: bool, info: ValidationInfo) -> bool:
+        # Turned off, it says the operator means TLS: under a plain protocol it would do nothing.
+        if not value and "broker_security_protocol" in info.data:
+            _refuse(tls_only(info.data["broker_security_protocol"]))
+        return value
+
     @field_validator("broker_ssl_key_password")
     @classmethod
     def _key_password_fits(cls, value: SecretStr | None, info: ValidationInfo) -> object:

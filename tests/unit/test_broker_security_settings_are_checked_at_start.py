@@ -148,6 +148,15 @@ def test_plaintext_by_default_and_any_case_is_read() -> None:
             {"broker_security_protocol": "SSL", "broker_ssl_ca_file": "/no/such/ca.pem"},
             ["BROKER_SSL_CA_FILE: no file at /no/such/ca.pem"],
         ),
+        (
+            {"broker_security_protocol": "SASL_PLAINTEXT", "broker_ssl_check_hostname": False}
+            | {"broker_sasl_mechanism": "PLAIN", "broker_sasl_username": "u"}
+            | {"broker_sasl_password": "p"},
+            [
+                "BROKER_SSL_CHECK_HOSTNAME: set, but BROKER_SECURITY_PROTOCOL is SASL_PLAINTEXT: "
+                "only used with SSL or SASL_SSL (set the protocol, or unset this)"
+            ],
+        ),
     ],
     ids=[
         "unknown-protocol",
@@ -161,6 +170,7 @@ def test_plaintext_by_default_and_any_case_is_read() -> None:
         "provider-not-a-provider",
         "tls-file-without-tls",
         "missing-file",
+        "hostname-check-off-without-tls",
     ],
 )
 def test_each_mistake_is_one_line_naming_its_variable(
