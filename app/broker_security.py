@@ -12,6 +12,7 @@ so that a file that does not load or a provider that cannot be made is found the
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,7 +39,10 @@ def load_token_provider(path: str) -> AbstractTokenProvider:
     except ImportError as exc:
         raise ValueError(f"cannot import {module_name}: {exc}") from None
     except AttributeError:
-        raise ValueError(f"{module_name} has no {name}") from None
+        hint = ""
+        if ":" not in path and importlib.util.find_spec(path) is not None:
+            hint = f" ({path} is a module: name its provider, as {path}:Name)"
+        raise ValueError(f"{module_name} has no {name}{hint}") from None
     if isinstance(found, type) and issubclass(found, AbstractTokenProvider):
         try:
             found = found()

@@ -130,6 +130,17 @@ def test_plaintext_by_default_and_any_case_is_read() -> None:
             {
                 "broker_security_protocol": "SASL_SSL",
                 "broker_sasl_mechanism": "OAUTHBEARER",
+                "broker_sasl_oauth_token_provider": "app.msk_iam",
+            },
+            [
+                "BROKER_SASL_OAUTH_TOKEN_PROVIDER: app has no msk_iam (app.msk_iam is a module: "
+                "name its provider, as app.msk_iam:Name)"
+            ],
+        ),
+        (
+            {
+                "broker_security_protocol": "SASL_SSL",
+                "broker_sasl_mechanism": "OAUTHBEARER",
                 "broker_sasl_oauth_token_provider": "os.path:join",
             },
             [
@@ -167,6 +178,7 @@ def test_plaintext_by_default_and_any_case_is_read() -> None:
         "password-without-mechanism",
         "oauth-without-provider",
         "provider-not-importable",
+        "provider-a-module",
         "provider-not-a-provider",
         "tls-file-without-tls",
         "missing-file",
