@@ -56,6 +56,9 @@ DEFAULT_PORT = 9092
 
 
 def _with_port(server: str) -> str:
+    if not server or server.startswith(":"):
+        named = f"{server!r} names" if server else "a server in it names"
+        raise ConfigurationError(f"BROKER_URL: {named} no host (write kafka://host:9092)")
     host, colon, port = server.rpartition(":")
     if not colon or host.endswith(":") or port.endswith("]"):  # no port; an IPv6 address
         return f"{server}:{DEFAULT_PORT}"

@@ -6,7 +6,8 @@ servers; a server written without a port gets Kafka's 9092, as faust's own clien
 gives it (before, the framework's checks read the host as the port and waited for
 a broker they could never reach, with ``/ready`` red, while faust had connected);
 a port that is not a number from 1 to 65535 is a ``ConfigurationError`` naming the
-server, and so is a URL naming no server.
+server, and so is a URL naming no server, or a server without a host (``kafka://``:
+the worker waited for it without answering ``/ready``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def test_each_server_has_a_host_and_a_port(url: str, servers: list[str]) -> None
         ("kafka://kafka:abc", "the port of 'kafka:abc' is not a number from 1 to 65535"),
         ("kafka://kafka:70000", "the port of 'kafka:70000' is not a number from 1 to 65535"),
         (" ; ", "BROKER_URL names no broker"),
+        ("kafka://", "a server in it names no host"),
+        ("kafka://:9092", "':9092' names no host"),
     ],
 )
 def test_a_server_no_client_can_reach_is_refused(url: str, message: str) -> None:
