@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import ssl
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # aiokafka is imported when a client is made, not with the settings
@@ -39,10 +40,15 @@ def load_token_provider(path: str) -> AbstractTokenProvider:
     except ImportError as exc:
         raise ValueError(f"cannot import {module_name}: {exc}") from None
     except AttributeError:
-        hint = ""
+        found = None
+    if found is None or isinstance(found, ModuleType):
         if ":" not in path and importlib.util.find_spec(path) is not None:
-            hint = f" ({path} is a module: name its provider, as {path}:Name)"
-        raise ValueError(f"{module_name} has no {name}{hint}") from None
+            raise ValueError(
+                f"{module_name} has no {name} ({path} is a module: name its provider, "
+                f"as {path}:Name)"
+            ) from None
+        if found is None:
+            raise ValueError(f"{module_name} has no {name}") from None
     if isinstance(found, type) and issubclass(found, AbstractTokenProvider):
         try:
             found = found()

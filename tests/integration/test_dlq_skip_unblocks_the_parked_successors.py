@@ -5,8 +5,8 @@ without running its handler (even a handler that would now succeed does not
 run: its effect never appears), so the aggregate's parked successor applies.
 The ``failed_event`` row records the decision (``--why``, and ``$USER`` as
 ``decided_by``) and ends ``skipped``. Without ``--execute`` nothing changes.
-Poison without a readable envelope has no version to take: ``skip`` refuses it
-(exit 2).
+Poison without a readable envelope has no version to take and holds back nothing:
+``skip`` publishes nothing for it and marks its row ``skipped``.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ async def test_skip_takes_the_version_without_the_handler_and_unparks(
 
     await produce(stream, [Message(death.order.order_id.encode(), b"\xff not an event")])
     poison = (await dead_letters(stream, 2, [death.worker]))[-1]
-    refused = await dlq("skip", f"{poison.partition}:{poison.offset}", "--execute")
-    assert refused.code == 2, refused.out
-    assert "refused" in refused.out and "poison (undecodable)" in refused.out
-    assert [row["status"] for row in await failures(database_url)] == ["skipped", "dead"]
+    settled = await dlq("skip", f"{poison.partition}:{poison.offset}", "--execute")
+    assert settled.code == 0, settled.out + settled.err
+    assert "poison (undecodable) with no readable envelope: nothing to deliver" in settled.out
+    assert [row["status"] for row in await failures(database_url)] == ["skipped", "skipped"]
