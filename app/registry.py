@@ -6,20 +6,21 @@ Registration mistakes raise ``ConfigurationError`` at import, not at 3 a.m.
 from __future__ import annotations
 
 import inspect
-import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.db.tables import OUTBOX_TOPIC
 from app.errors import ConfigurationError
+from dlq.topics import topic_name
 from schemas.registry import is_known_event_type
 
 HandlerFn = Callable[[Any, Any], Awaitable[None]]
 
 _CONSUMER_NAME_MAX = 100
 # What Kafka accepts as a topic name, cut to the outbox's topic column (OUTBOX_TOPIC).
-TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
+TOPIC_NAME = topic_name(OUTBOX_TOPIC)
 
 
 @dataclass(frozen=True, slots=True)

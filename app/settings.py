@@ -22,14 +22,14 @@ from app.db.timeouts import DbTimeouts
 from app.db.urls import normalise_database_url
 from app.extras import require
 from app.failure_detail import FailureDetail
-from dlq.topics import dlt_topic, retry_topic
+from dlq.topics import dlt_topic, retry_topic, topic_name
 from schemas.ids import NO_CONTROL_CHARACTERS
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./effectively_once.db"
 DEFAULT_AGGREGATE_TYPE = "ORDER"
 """The ``aggregateType`` of an event that names none, in its value or a header."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
-_KAFKA_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_KAFKA_NAME = topic_name()
 _SSL_PASSWORD = re.compile(r"[?&]sslpassword=([^&]*)")
 DEDUP_RETENTION_FLOOR = timedelta(hours=1)
 MAX_RETRY_DELAY_SECONDS = 7 * 86_400.0

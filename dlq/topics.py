@@ -7,8 +7,19 @@ the dead-letter topic ``order-event-topic.DLT``.
 
 from __future__ import annotations
 
+import re
+
 RETRY_INFIX = ".retry."
 DLT_SUFFIX = ".DLT"
+
+
+KAFKA_LONGEST_NAME = 249
+
+
+def topic_name(longest: int = KAFKA_LONGEST_NAME) -> re.Pattern[str]:
+    """What Kafka accepts as a topic name (ASCII letters, digits, ``.``, ``_`` and ``-``),
+    at most ``longest`` characters (a column that holds it may be shorter than Kafka's)."""
+    return re.compile(rf"[A-Za-z0-9._-]{{1,{longest}}}")
 
 
 def delay_label(seconds: float) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -10,9 +9,10 @@ from app.db.tables import BIGINT_MAX, INTEGER_MAX, TOPIC
 from app.errors import InvalidHeaderError
 from app.records import RawRecord
 from dlq import headers as h
+from dlq.topics import topic_name
 
 # What Kafka accepts as a topic name (``failed_event.topic`` holds 249 characters too).
-_TOPIC_NAME = re.compile(rf"[A-Za-z0-9._-]{{1,{TOPIC}}}")
+_TOPIC_NAME = topic_name(TOPIC)
 
 
 class Trip(NamedTuple):

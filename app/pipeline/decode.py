@@ -304,12 +304,12 @@ def _named(raw: dict[str, Any]) -> Named:
 
 def _storable(text: str | None, limit: int) -> str | None:
     """``text`` if a column of ``limit`` characters holds it (no control character)."""
-    if text and len(text) <= limit and _CONTROL.search(text) is None:
+    if text and len(text) <= limit and _NO_CONTROL.fullmatch(text):
         return text
     return None
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NO_CONTROL = re.compile(NO_CONTROL_CHARACTERS)
 
 
 def _typed_envelope(event_type: Any, version: Any) -> type[Event] | None:
