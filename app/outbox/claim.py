@@ -10,7 +10,7 @@ holds, or one waiting for its next attempt, holds back everything after it.
 **Why ``SKIP LOCKED`` alone is not enough.** ``SELECT ... FOR UPDATE SKIP LOCKED``
 skips a row another relay has locked and takes the next one: the later row of an
 aggregate whose earlier row is being claimed elsewhere. Here a claim is one
-transaction of three steps:
+transaction of five steps:
 
 1. *scan*: read the unpublished rows in id order (``PENDING`` a page at a time,
    ``PROCESSING`` all of them) and plan the chains (``plan_chains``, pure);
@@ -21,8 +21,11 @@ transaction of three steps:
 4. *check*: drop every kept chain whose aggregate has, as last committed now, an
    unpublished row before it (``_first_in_line``): the scan's statements each saw
    their own moment, so a row that went from ``PENDING`` to ``PROCESSING`` between
-   two of them was seen by neither; mark the rest ``PROCESSING`` with this relay's
-   lease, and commit.
+   two of them was seen by neither (``lock_claimable`` ends here);
+5. *mark*: the rest ``PROCESSING`` with this relay's lease, and commit
+   (``mark_processing``). The relay sends each chain's head while this commits:
+   until then the rows' locks keep every other claim from them, as the lease does
+   after.
 
 A row skipped in step 2 (locked by another claim) or changed since step 1 (claimed
 and committed by another relay) cuts its chain there: the rows after it are not
@@ -180,6 +183,22 @@ async def claim(
     unpublished last time. ``held``: the rows of the caller's cycles not settled yet (sent,
     or about to be), with their aggregates: they and their aggregates' later rows are left
     alone, even if their lease expired while their settlement waited."""
+    rows = await lock_claimable(session, now, limit, floor, held)
+    await mark_processing(session, owner, rows, now, lease_until)
+    return rows
+
+
+async def lock_claimable(
+    session: AsyncSession,
+    now: datetime,
+    limit: int,
+    floor: Floor | None = None,
+    held: Mapping[int, Aggregate] | None = None,
+) -> list[dict[str, Any]]:
+    """The first part of ``claim``: the rows it takes, locked (``FOR UPDATE``) in the
+    caller's transaction, in id order, not marked yet. Until ``mark_processing`` commits,
+    the locks alone keep them from every other claim: another relay's lock skips them and
+    its check counts them unpublished, so it takes no later row of their aggregates."""
     dialect = backend(session)
     # As they are now: the caller's settlements go on meanwhile, and the scan must leave
     # out of its read exactly the rows it then plans with.
@@ -202,11 +221,27 @@ async def claim(
     kept = keep_prefixes(planner.chains, locked, now)
     if kept:
         kept = await _first_in_line(session, dialect, [rows[row_id] for row_id in kept])
-    if not kept:
-        return []
+    claimed = [rows[row_id] for row_id in kept]
+    for row in claimed:
+        # Taken over from a lease that expired: a dead relay may have sent it already.
+        row["recovered"] = row["status"] == _PROCESSING
+    return claimed
+
+
+async def mark_processing(
+    session: AsyncSession,
+    owner: str,
+    rows: list[dict[str, Any]],
+    now: datetime,
+    lease_until: datetime,
+) -> None:
+    """The second part of ``claim``: ``rows`` (locked by ``lock_claimable`` in this
+    transaction) become ``PROCESSING`` under ``owner``'s lease until ``lease_until``."""
+    if not rows:
+        return
     await session.execute(
         update(t)
-        .where(one_of(dialect, t.c.id, kept))
+        .where(one_of(backend(session), t.c.id, [row["id"] for row in rows]))
         .values(
             status=OutboxStatus.PROCESSING.value,
             lease_owner=owner,
@@ -215,12 +250,8 @@ async def claim(
         ),
         execution_options={"synchronize_session": False},
     )
-    claimed = [rows[row_id] for row_id in kept]
-    for row in claimed:
-        # Taken over from a lease that expired: a dead relay may have sent it already.
-        row["recovered"] = row["status"] == OutboxStatus.PROCESSING.value
-        row["status"] = OutboxStatus.PROCESSING.value
-    return claimed
+    for row in rows:
+        row["status"] = _PROCESSING
 
 
 async def _first_in_line(

@@ -4,6 +4,9 @@ One cycle (``run_once``):
 
 1. claim up to ``batch_size`` rows in one transaction (``claim``: per aggregate a
    chain of its earliest unpublished rows, ``PROCESSING`` under this relay's lease);
+   the rows are locked first, and the first wave (each chain's head) goes out while
+   the transaction marks them and commits (a claim that fails to commit sends
+   nothing more);
 2. publish them in *waves*: wave ``k`` holds the ``k``-th row of every chain, and
    is sent only once every row of wave ``k - 1`` was acknowledged (``acks=all``), so
    an aggregate's row never reaches the broker before the row ahead of it did;
@@ -60,9 +63,10 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import metrics
+from app.db.dialect import backend
 from app.outbox import settle
 from app.outbox.broker import breaks_sequence, denial, is_row_fault
-from app.outbox.claim import Aggregate, Floor, aware, claim
+from app.outbox.claim import Aggregate, Floor, aware, lock_claimable, mark_processing
 from app.outbox.lease import Lease
 from app.outbox.message import BadRow, Message, message_of, shortened
 from app.outbox.topics import TopicMaker
@@ -134,6 +138,8 @@ class _Cycle:
     rows: list[dict[str, Any]]
     lease: Lease | None = None
     keeper: asyncio.Future[None] | None = None
+    # The claim's commit (its rows PROCESSING), under way while the first wave is sent.
+    marking: asyncio.Future[None] | None = None
     published: list[dict[str, Any]] = field(default_factory=list)
     failed: list[settle.Failed] = field(default_factory=list)
     stopped: set[tuple[str, str]] = field(default_factory=set)
@@ -356,14 +362,23 @@ class Relay:
 
     async def _claimed(self) -> _Cycle | None:
         """Claim one cycle's rows (None: nothing claimed); the lease on them is kept from
-        now until ``_end`` settles them."""
+        now until ``_end`` settles them.
+
+        The claim's rows are locked in its transaction, and their marking as
+        ``PROCESSING`` commits in the background (``_mark``) while the cycle starts
+        sending: until it does, the locks keep every other claim from them and from their
+        aggregates' later rows, as the committed lease does after. ``_end`` waits for it."""
         if self.stopping:
             return None
         taken = time.monotonic()
         now = self.clock()
         until = now + timedelta(seconds=self.config.lease_seconds)
-        rows = await self._db("claiming outbox rows", lambda s: self._claim(s, now, until))
+        session, rows, tx = await self._db_open(
+            "claiming outbox rows",
+            lambda s: lock_claimable(s, now, self.config.batch_size, self._floor, self._held),
+        )
         if not rows:
+            await tx.aclose()
             return None
         self._held.update((row["id"], (row["aggregate_type"], row["aggregate_id"])) for row in rows)
         lease = Lease(
@@ -374,12 +389,45 @@ class Relay:
             self.clock,
             taken,
         )
-        return _Cycle(rows, lease, asyncio.ensure_future(lease.keep()))
+        marking = asyncio.ensure_future(self._mark(session, tx, rows, until, lease))
+        if backend(session) == "sqlite":  # one writer: no settlement could run meanwhile
+            await asyncio.wait([marking])
+        return _Cycle(rows, lease, asyncio.ensure_future(lease.keep()), marking)
+
+    async def _mark(
+        self,
+        session: AsyncSession,
+        tx: contextlib.AsyncExitStack,
+        rows: list[dict[str, Any]],
+        until: datetime,
+        lease: Lease,
+    ) -> None:
+        """Mark the claim's locked rows ``PROCESSING`` and commit. If that fails, nothing
+        more of the claim is sent (the rows are unlocked, perhaps never marked: another
+        claim may take them), and the settlement writes only what this relay holds."""
+        try:
+            async with tx:
+                await mark_processing(session, self.owner, rows, self.clock(), until)
+        except Exception as exc:
+            lease.lost.update(row["id"] for row in rows)
+            log.warning(
+                "the claim of %d outbox row(s) did not commit (%s): this relay sends none of "
+                "them that it has not sent already; those it has go out again with the next "
+                "claim (at least once, consumers dedup)",
+                len(rows),
+                _describe(exc),
+            )
 
     async def _publish_cycle(self, cycle: _Cycle) -> None:
-        """Publish ``cycle`` wave by wave; settle it at once if this fails or is cancelled."""
+        """Publish ``cycle`` wave by wave; settle it at once if this fails or is cancelled.
+
+        Only the first wave (each chain's head) goes out before the claim has committed:
+        the second waits for it, so that no row is sent behind one of its aggregate
+        while the claim's hold on them is not yet sure."""
         try:
-            for wave in cycle.waves():
+            for index, wave in enumerate(cycle.waves()):
+                if index == 1 and cycle.marking is not None:
+                    await asyncio.wait([cycle.marking])
                 if self.stopping and self._grace_over():
                     break
                 await self._publish(self._still_held(wave, cycle), cycle)
@@ -388,7 +436,9 @@ class Relay:
             raise
 
     async def _end(self, cycle: _Cycle) -> None:
-        """Stop renewing the cycle's lease and settle its rows."""
+        """Stop renewing the cycle's lease and settle its rows (once its claim committed)."""
+        if cycle.marking is not None:
+            await asyncio.wait([cycle.marking])
         if cycle.keeper is not None:
             cycle.keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -421,11 +471,6 @@ class Relay:
                 continue
             live.append(row)
         return live
-
-    async def _claim(self, session: AsyncSession, now: datetime, until: datetime) -> list[Any]:
-        return await claim(
-            session, self.owner, now, until, self.config.batch_size, self._floor, self._held
-        )
 
     # --- publishing -----------------------------------------------------------------------
 
@@ -777,6 +822,29 @@ class Relay:
                 if settling and self.stopping and self._grace_over():
                     raise RelayStopped from exc
                 await self._pause(what, exc, attempt, dependency="database", settling=settling)
+
+    async def _db_open(
+        self, what: str, work: Callable[[AsyncSession], Awaitable[T]]
+    ) -> tuple[AsyncSession, T, contextlib.AsyncExitStack]:
+        """``work`` in a transaction left open, retried in place while the database is
+        unreachable: the session, what ``work`` returned, and the stack whose closing
+        commits the transaction and closes the session."""
+        attempt = 0
+        while True:
+            tx = contextlib.AsyncExitStack()
+            try:
+                session = await tx.enter_async_context(self.sessions())
+                await tx.enter_async_context(session.begin())
+                return session, await work(session), tx
+            except BaseException as exc:
+                with contextlib.suppress(Exception):  # the rollback of a broken connection
+                    await tx.__aexit__(type(exc), exc, exc.__traceback__)
+                if not isinstance(exc, Exception):
+                    raise
+                if not (is_infrastructure(exc) or _missing_table(exc)):
+                    raise
+                attempt += 1
+                await self._pause(what, exc, attempt, dependency="database")
 
     async def _broker_call(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         attempt = 0
