@@ -484,12 +484,7 @@ class Relay:
                 cycle.fail(row, str(exc))
         if not pending:
             return
-        missing = await self._missing({message.topic for _, message in pending.values()})
-        for row_id, (row, message) in list(pending.items()):
-            if message.topic in missing:
-                why = missing[message.topic]
-                cycle.fail(row, f"topic {message.topic!r} does not exist on the broker ({why})")
-                del pending[row_id]
+        await self._fail_missing(pending, cycle)
         await self._leave_out_sent(pending, cycle)
         attempt = 0
         while pending:
@@ -514,6 +509,21 @@ class Relay:
                 attempt,
                 denied="; ".join(denied) or None,
             )
+            # A topic deleted meanwhile fails its rows' attempts (or is created again),
+            # rather than holding the cycle, and every row behind it, for ever.
+            await self._fail_missing(pending, cycle)
+
+    async def _fail_missing(
+        self, pending: dict[int, tuple[dict[str, Any], Message]], cycle: _Cycle
+    ) -> None:
+        """Fail (an attempt each) and leave out the rows of ``pending`` whose topic the broker
+        lacks and the relay could not create."""
+        missing = await self._missing({message.topic for _, message in pending.values()})
+        for row_id, (row, message) in list(pending.items()):
+            if message.topic in missing:
+                why = missing[message.topic]
+                cycle.fail(row, f"topic {message.topic!r} does not exist on the broker ({why})")
+                del pending[row_id]
 
     async def _missing(self, topics: set[str]) -> dict[str, str]:
         """Which of ``topics`` the broker lacks, each with why; creates them first where the

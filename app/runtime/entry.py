@@ -11,8 +11,9 @@ Found here, before faust starts, each in one line with exit code 2:
   (``app.runtime.topic_check``): faust would ignore it, or retry, without a word;
 - a Redis (``REDIS_URL``) that refuses its settings: its TLS certificate not trusted
   or not naming the host, the login refused. A mistake, not an outage, so not left to
-  the prefilter's fail-open path, which would hide it for good.
-
+  the prefilter's fail-open path, which would hide it for good;
+- the web server's port (``--web-port``) held by another process
+  (``app.runtime.web_port``);
 - a database whose URL asks for TLS and whose certificate is not trusted or does not
   name the host (``app.db.refusal``); with ``MIGRATE_ON_START=false``, one that answers
   without the framework's tables (never migrated).
@@ -41,6 +42,7 @@ from app.registry import default_registry
 from app.runtime.faust_app import create_app
 from app.runtime.services import import_handlers
 from app.runtime.topic_check import check_topics, needed_topics
+from app.runtime.web_port import taken_web_port
 from app.settings import Settings, describe, get_settings
 
 REDIS_CHECK_SECONDS = 5.0
@@ -51,6 +53,8 @@ def build_app_or_exit() -> Any:
     """The faust app; a configuration mistake prints one clear line and exits with code 2."""
     try:
         settings = get_settings()
+        if why := taken_web_port():
+            raise ConfigurationError(why)
         registry = import_handlers(settings, default_registry)
         _run_quietly(check_database(settings.database_url, settings.db_timeouts))
         if not settings.migrate_on_start:

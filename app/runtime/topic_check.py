@@ -4,8 +4,10 @@ The worker needs its topic, each retry tier, the DLT and every topic its handler
 in ``emits``. One metadata request for exactly those (never creating one, whatever
 ``auto.create.topics.enable`` says) tells, per topic, that it exists, that it does not,
 or that the broker's ACLs deny this principal ``Describe`` on it (Kafka then hides
-whether it exists). A topic it may not describe, or one missing while
-``TOPICS_DECLARE=false`` (nothing creates it), is a ``ConfigurationError`` naming each;
+whether it exists). A topic it may not describe, one missing while
+``TOPICS_DECLARE=false`` (nothing creates it), or one missing while the cluster has
+fewer brokers up than ``TOPIC_REPLICATION_FACTOR`` (the broker would refuse to create
+it), is a ``ConfigurationError`` naming each;
 faust would otherwise ignore a missing topic, or retry a denied one, without a word.
 """
 
@@ -50,6 +52,15 @@ async def check_topics(conn: Any, topics: list[str], settings: Settings) -> None
             "TOPICS_DECLARE=false and the broker has no topic "
             + ", ".join(repr(t) for t in missing)
             + ": create them, or let the worker create them (TOPICS_DECLARE=true)"
+        )
+    brokers = len(answer.brokers)
+    if missing and settings.topics_declare and settings.topic_replication_factor > brokers:
+        problems.append(
+            f"TOPIC_REPLICATION_FACTOR={settings.topic_replication_factor} and the cluster "
+            f"has {brokers} broker(s) up: the worker cannot create topic "
+            + ", ".join(repr(t) for t in missing)
+            + " (each copy needs a broker of its own): lower TOPIC_REPLICATION_FACTOR, "
+            "or start the brokers"
         )
     if problems:
         raise ConfigurationError("; ".join(problems))

@@ -6,7 +6,8 @@ checks at start that each exists: those missing end it with exit code 2 and one 
 naming each of them and the setting, before it joins the group; once they exist it
 starts and is ready. On a broker that enforces ACLs, a topic its principal may not
 ``Describe`` ends it the same way, naming the topic and the permission, whatever
-``TOPICS_DECLARE`` says: no traceback, no password.
+``TOPICS_DECLARE`` says: no traceback, no password. So does a topic it would have to
+create with more copies (``TOPIC_REPLICATION_FACTOR``) than the cluster has brokers up.
 """
 
 from __future__ import annotations
@@ -90,6 +91,19 @@ async def test_missing_topics_are_named_at_start_and_it_starts_once_they_exist(
         await ensure_topic(stream.bootstrap, name, stream.partitions)
     again = workers.start(database_url, handler_modules="billing", env=env)
     await readiness_is(again, 200, within=60)
+
+
+async def test_topics_it_cannot_create_with_the_replication_factor_are_named_at_start(
+    topic: OrderTopic, workers: Workers, database_url: str, tmp_path: Path
+) -> None:
+    stream = topic.stream
+    env = billing_env(tmp_path, stream, TOPIC_REPLICATION_FACTOR="3")
+    worker = workers.start(database_url, handler_modules="billing", env=env)
+    line = the_one_line(worker)
+    assert "TOPIC_REPLICATION_FACTOR=3 and the cluster has 1 broker(s) up" in line, line
+    assert repr(dlt_topic(stream.topic)) in line, line
+    assert repr(env["BILLS_TOPIC"]) in line, line
+    assert repr(stream.topic) not in line, line  # it exists
 
 
 async def test_a_topic_it_may_not_describe_is_named_with_the_permission(

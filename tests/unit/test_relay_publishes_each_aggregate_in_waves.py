@@ -10,7 +10,9 @@ attempt (``PENDING`` with ``next_retry_at`` and ``last_error``; ``DEAD`` at the 
 attempt) and the later rows of its aggregate go back to ``PENDING`` unsent, while
 other aggregates publish; a broker that cannot be reached, or whose ACLs deny the
 write, is retried in place and counts nothing (a denial named, topic and permission,
-until the send goes). The producer is idempotent with ``acks=all`` unless told otherwise.
+until the send goes). A topic deleted while its rows wait for the broker fails their
+attempts once the relay finds it missing, and the rest of the cycle settles: it does
+not wait for it for ever. The producer is idempotent with ``acks=all`` unless told otherwise.
 A batch the broker refused leaves aiokafka's idempotent producer out of sequence for its
 partition (every later batch refused as out of order): the relay renews the producer
 after such a refusal, and an out-of-order refusal counts no row's attempt, so the rows
@@ -281,6 +283,46 @@ async def test_a_write_the_acls_deny_waits_in_place_and_counts_nothing(
     assert len(waits) == 3, waits
     assert all("waits in place" in line for line in waits), waits
     assert shipper.denied == {}  # granted: said no more
+
+
+class DeletingBroker(FakeBroker):
+    """Knows topic ``gone`` at the relay's first look, then never finds its metadata again
+    (deleted): each send to it times out, and every later look finds it missing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+        self.gone_tries = 0
+
+    async def missing_topics(self, topics: set[str]) -> set[str]:
+        self.looks += 1
+        return set() if self.looks == 1 else topics & {"gone"}
+
+    async def send(self, message: Message) -> asyncio.Future[Any]:
+        if message.topic == "gone":
+            self.gone_tries += 1
+            raise KafkaTimeoutError()
+        return await super().send(message)
+
+
+async def test_a_topic_deleted_while_its_rows_wait_fails_them_and_the_cycle_ends(
+    engine: AsyncEngine,
+) -> None:
+    async with session_factory(engine)() as session, session.begin():
+        await add_events(
+            session,
+            [
+                NewEvent("gone", "E", "Order", "g", {}, event_id="g1"),
+                NewEvent("orders", "E", "Order", "a", {}, event_id="a1"),
+            ],
+        )
+    broker = DeletingBroker()
+    shipper = relay(engine, broker, attempts=3)
+    assert await asyncio.wait_for(shipper.run_once(), 5) == 2
+    assert broker.sent == ["a1"]
+    assert broker.gone_tries == 1  # tried once, then found missing
+    assert await state(engine) == {"g1": ("PENDING", 1, True), "a1": ("PUBLISHED", 0, False)}
+    assert "gone" in shipper.missing_topics
 
 
 @pytest.mark.parametrize(

@@ -136,12 +136,14 @@ class Workers:
         name: str | None = None,
         handler_modules: str = "handlers",
         env: Mapping[str, str] | None = None,
+        web_port: int | None = None,
     ) -> WorkerProcess:
-        """Start a worker on the test's topic and group against ``database_url``."""
+        """Start a worker on the test's topic and group against ``database_url`` (its web
+        server on ``web_port``, by default a free one)."""
         name = name or f"w{len(self.started) + 1}"
         workdir = self._run_dir / name
         workdir.mkdir(parents=True, exist_ok=True)
-        web_port = free_port()
+        web_port = web_port or free_port()
         worker_env = self._environment(database_url, handler_modules, env)
         worker_env["TMPDIR"] = str(workdir)  # anything the worker keeps on disk stays in tmp_path
         log_path = self._run_dir / f"{name}.log"
