@@ -23,12 +23,10 @@ from dlq.topics import dlt_topic, retry_topic
 from tests.integration.support.acls import acl_stream, create_topics, grant_reading
 from tests.integration.support.http import readiness_is
 from tests.integration.support.kafka import OrderTopic
-from tests.integration.support.workers import REPO_ROOT, Stream, WorkerProcess, Workers
+from tests.integration.support.workers import REPO_ROOT, Stream, Workers, the_one_line
 
 pytestmark = pytest.mark.integration
 
-WITHIN = 30  # Python's start, the handlers' import, one metadata request
-PREFIX = "effectively-once: configuration error: "
 BILLING = '''\
 """A user's billing service: one handler emitting to a topic of its own."""
 
@@ -56,18 +54,6 @@ def billing_env(folder: Path, stream: Stream, **extra: str) -> dict[str, str]:
         "RETRY_DELAYS": ",".join(f"{d:g}" for d in DELAYS),
         **extra,
     }
-
-
-def the_one_line(worker: WorkerProcess) -> str:
-    """The worker ended with code 2 and logged one line, which it returns."""
-    code = worker.exit_code(WITHIN)
-    log = worker.log()
-    assert code == 2, log
-    assert "Traceback" not in log, log
-    lines = log.strip().splitlines()
-    assert len(lines) == 1, log
-    assert lines[0].startswith(PREFIX), log
-    return lines[0]
 
 
 async def test_missing_topics_are_named_at_start_and_it_starts_once_they_exist(

@@ -218,3 +218,19 @@ def _partition_set(text: str) -> set[int]:
         low, _, high = part.partition("-")
         partitions.update(range(int(low), int(high or low) + 1))
     return partitions
+
+
+CONFIGURATION_ERROR = "effectively-once: configuration error: "
+
+
+def the_one_line(worker: WorkerProcess, within: float = 30) -> str:
+    """The worker ended with code 2 and logged one configuration error, no traceback:
+    that line."""
+    code = worker.exit_code(within)
+    log = worker.log()
+    assert code == 2, log
+    assert "Traceback" not in log, log
+    lines = log.strip().splitlines()
+    assert len(lines) == 1, log
+    assert lines[0].startswith(CONFIGURATION_ERROR), log
+    return lines[0]
