@@ -826,12 +826,8 @@ class Relay:
                 async with self.sessions() as session, session.begin():
                     return await work(session)
             except Exception as exc:
-                if not (is_infrastructure(exc) or _missing_table(exc)):
-                    raise
                 attempt += 1
-                if settling and self.stopping and self._grace_over():
-                    raise RelayStopped from exc
-                await self._pause(what, exc, attempt, dependency="database", settling=settling)
+                await self._wait_for_database(what, exc, attempt, settling)
 
     async def _db_open(
         self, what: str, work: Callable[[AsyncSession], Awaitable[T]]
@@ -851,10 +847,19 @@ class Relay:
                     await tx.__aexit__(type(exc), exc, exc.__traceback__)
                 if not isinstance(exc, Exception):
                     raise
-                if not (is_infrastructure(exc) or _missing_table(exc)):
-                    raise
                 attempt += 1
-                await self._pause(what, exc, attempt, dependency="database")
+                await self._wait_for_database(what, exc, attempt)
+
+    async def _wait_for_database(
+        self, what: str, exc: Exception, attempt: int, settling: bool = False
+    ) -> None:
+        """After ``exc`` from a transaction of ``_db`` or ``_db_open``: raise it unless the
+        database is out of reach (or not migrated yet), else wait before the next try."""
+        if not (is_infrastructure(exc) or _missing_table(exc)):
+            raise exc
+        if settling and self.stopping and self._grace_over():
+            raise RelayStopped from exc
+        await self._pause(what, exc, attempt, dependency="database", settling=settling)
 
     async def _broker_call(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         attempt = 0
