@@ -21,6 +21,10 @@ without it a retried batch may be written twice, and the consumers' dedup absorb
 the copy. Either way aiokafka sends one batch per partition at a time, so a
 partition receives the records in the order they were sent.
 
+The relay queues each wave with ``send_many``: one batch per partition, built here,
+not a record at a time through aiokafka's ``send`` (its per-record lookups were a
+sixth of the relay's time).
+
 The producer comes from ``app.kafka_clients`` with every connection setting. A broker
 that refuses those settings (the login, its certificate or name, a client
 certificate) stops the relay with ``BrokerRefused`` and the reason in one line; a
@@ -45,6 +49,7 @@ from aiokafka.errors import (
     TransactionalIdAuthorizationFailed,
 )
 from aiokafka.protocol.metadata import MetadataRequest
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from app.errors import BrokerDenied, BrokerRefused, BrokerUnreachable
 from app.kafka_clients import KafkaClients
@@ -53,6 +58,7 @@ from app.outbox.partitioner import RememberingPartitioner
 from app.outbox.recovered import already_sent
 
 START_TIMEOUT_SECONDS = 15.0
+MAX_BATCH_BYTES = 256 * 1024
 # What a broker without idempotent producers answers to InitProducerId.
 _NO_IDEMPOTENCE = {"UnknownError", "UnsupportedVersionError"}
 TOPICS_MAX_AGE_SECONDS = 60.0
@@ -144,7 +150,7 @@ class KafkaBroker:
             "acks": "all",
             "enable_idempotence": idempotent,
             "linger_ms": 2,
-            "max_batch_size": 256 * 1024,
+            "max_batch_size": MAX_BATCH_BYTES,
             "partitioner": self._partitioner,
             "request_timeout_ms": int(request_timeout_seconds * 1000),
         }
@@ -271,3 +277,106 @@ class KafkaBroker:
         return await self._producer.send(
             message.topic, message.value, key=message.key, headers=list(message.headers)
         )
+
+    async def send_many(self, messages: Sequence[Message]) -> list[asyncio.Future[Any] | Exception]:
+        """Queue ``messages`` in one batch per partition (a partition's in their order); each
+        one's outcome is its batch's future, completed when the broker acknowledged or
+        refused the batch, or the error that kept it from being queued.
+
+        aiokafka's ``send`` looks up the topic's partitions and calls the partitioner for
+        every record: a sixth of the relay's time. Here that is once per topic and per
+        key. A refused batch fails all its records, as a batch ``send`` filled would; a
+        record larger than a batch goes on its own (``send``: the producer checks its size).
+        """
+        outcomes: list[asyncio.Future[Any] | Exception] = [_QUEUED] * len(messages)
+        batches: dict[tuple[str, int], list[int]] = {}
+        for topic, indexes in _by_topic(messages).items():
+            try:
+                partitions = sorted(await self._producer.partitions_for(topic))
+            except Exception as exc:
+                for index in indexes:
+                    outcomes[index] = exc
+                continue
+            available = self._available(topic)
+            for index in indexes:
+                message = messages[index]
+                if message.key is None and message.value is None:
+                    outcomes[index] = BadRow(
+                        "a record needs a key or a value; this one has neither"
+                    )
+                elif _size(message) > MAX_BATCH_BYTES:
+                    outcomes[index] = await self._send_alone(message)
+                else:
+                    partition = self._partitioner(message.key, partitions, available)
+                    batches.setdefault((topic, partition), []).append(index)
+        for (topic, partition), indexes in batches.items():
+            await self._send_batches(messages, indexes, topic, partition, outcomes)
+        return outcomes
+
+    def _available(self, topic: str) -> list[int]:
+        return sorted(self._producer.client.cluster.available_partitions_for_topic(topic) or ())
+
+    async def _send_alone(self, message: Message) -> asyncio.Future[Any] | Exception:
+        try:
+            return await self.send(message)
+        except Exception as exc:
+            return exc
+
+    async def _send_batches(
+        self,
+        messages: Sequence[Message],
+        indexes: list[int],
+        topic: str,
+        partition: int,
+        outcomes: list[asyncio.Future[Any] | Exception],
+    ) -> None:
+        """Queue ``indexes`` of ``messages`` to one partition, in as many batches as they
+        fill; each record's outcome is set to its batch's."""
+        batch, members = self._producer.create_batch(), list[int]()
+        for index in indexes:
+            message = messages[index]
+            headers = list(message.headers)
+            if (
+                batch.append(key=message.key, value=message.value, timestamp=None, headers=headers)
+                is None
+            ):
+                await self._queue(batch, members, topic, partition, outcomes)
+                batch, members = self._producer.create_batch(), list[int]()
+                batch.append(key=message.key, value=message.value, timestamp=None, headers=headers)
+            members.append(index)
+        await self._queue(batch, members, topic, partition, outcomes)
+
+    async def _queue(
+        self,
+        batch: Any,
+        members: list[int],
+        topic: str,
+        partition: int,
+        outcomes: list[asyncio.Future[Any] | Exception],
+    ) -> None:
+        outcome: asyncio.Future[Any] | Exception
+        try:
+            outcome = await self._producer.send_batch(batch, topic, partition=partition)
+        except Exception as exc:
+            outcome = exc
+        for index in members:
+            outcomes[index] = outcome
+
+
+# Every record's outcome is set before ``send_many`` returns; this marks one not set yet.
+_QUEUED = RuntimeError("not queued")
+
+
+def _by_topic(messages: Sequence[Message]) -> dict[str, list[int]]:
+    indexes: dict[str, list[int]] = {}
+    for index, message in enumerate(messages):
+        indexes.setdefault(message.topic, []).append(index)
+    return indexes
+
+
+def _size(message: Message) -> int:
+    return int(
+        DefaultRecordBatchBuilder.estimate_size_in_bytes(
+            message.key, message.value, list(message.headers)
+        )
+    )

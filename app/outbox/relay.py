@@ -92,8 +92,9 @@ class Broker(Protocol):
         """Which of ``topics`` do not exist."""
         ...
 
-    async def send(self, message: Message) -> asyncio.Future[Any]:
-        """Queue ``message``; the future completes on the broker's acknowledgement."""
+    async def send_many(self, messages: Sequence[Message]) -> list[asyncio.Future[Any] | Exception]:
+        """Queue ``messages``; each one's outcome is a future that completes on the broker's
+        acknowledgement (or refusal), or the error that kept it from being queued."""
         ...
 
     async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
@@ -600,19 +601,22 @@ class Relay:
         """One try at ``pending``; removes what is settled, returns the last broker trouble."""
         trouble: BaseException | None = None
         futures: dict[int, asyncio.Future[Any]] = {}
-        for row_id, (row, message) in list(pending.items()):
-            try:
-                futures[row_id] = await self.broker.send(message)
-            except Exception as exc:
-                if self._shorten(pending, row_id, exc):
-                    continue
-                if is_row_fault(exc):
-                    cycle.fail(row, _describe(exc))
-                    del pending[row_id]
-                elif self._denied(message.topic, exc) or is_infrastructure(exc):
-                    trouble = exc  # a denial first: remembered, and said on /ready
-                else:
-                    raise
+        ids = list(pending)
+        outcomes = await self.broker.send_many([pending[row_id][1] for row_id in ids])
+        for row_id, outcome in zip(ids, outcomes, strict=True):
+            if not isinstance(outcome, Exception):
+                futures[row_id] = outcome
+                continue
+            row, message = pending[row_id]
+            if self._shorten(pending, row_id, outcome):
+                continue
+            if is_row_fault(outcome):
+                cycle.fail(row, _describe(outcome))
+                del pending[row_id]
+            elif self._denied(message.topic, outcome) or is_infrastructure(outcome):
+                trouble = outcome  # a denial first: remembered, and said on /ready
+            else:
+                raise outcome
         await self._await_acks(list(futures.values()))
         await self._renew_if_broken(futures.values())
         refused = [row_id for row_id, f in futures.items() if _too_large(f)]
@@ -649,12 +653,12 @@ class Relay:
         """``message`` sent in a batch of its own: its acknowledgement is awaited. A send that
         raises (no metadata yet, a denial) comes back as a future holding that error, which
         the caller sorts as any refusal (the row's, a denial, an outage)."""
-        try:
-            future = await self.broker.send(message)
-        except Exception as exc:
-            future = asyncio.get_running_loop().create_future()
-            future.set_exception(exc)
+        [outcome] = await self.broker.send_many([message])
+        if isinstance(outcome, Exception):
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            future.set_exception(outcome)
             return future
+        future = outcome
         await self._await_acks([future])
         await self._renew_if_broken([future])
         return future

@@ -27,6 +27,7 @@ from app.outbox.message import Message
 from app.outbox.relay import Relay, RelayConfig
 from app.pipeline.pause import Backoff
 from tests.integration.support.outbox import rows, write
+from tests.one_by_one import one_by_one
 
 pytestmark = pytest.mark.integration
 
@@ -53,6 +54,9 @@ class GatedBroker:
 
     async def renew(self) -> None:
         return None
+
+    async def send_many(self, messages: Sequence[Message]) -> list[asyncio.Future[Any] | Exception]:
+        return await one_by_one(self.send, messages)
 
     async def send(self, message: Message) -> asyncio.Future[Any]:
         self.sent.append(dict(message.headers)["id"].decode())

@@ -12,7 +12,7 @@ topic never shows an aggregate going backwards (``x1, x2, x1``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from app.outbox import NewEvent, add_events
 from app.outbox.message import Message
 from app.outbox.relay import Relay, RelayConfig
 from app.pipeline.pause import Backoff
+from tests.one_by_one import one_by_one
 
 LEASE = 0.6
 
@@ -52,6 +53,9 @@ class Broker:
 
     async def missing_topics(self, topics: set[str]) -> set[str]:
         return set()
+
+    async def send_many(self, messages: Sequence[Message]) -> list[asyncio.Future[Any] | Exception]:
+        return await one_by_one(self.send, messages)
 
     async def send(self, message: Message) -> asyncio.Future[Any]:
         if self.down:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from aiokafka.errors import KafkaConnectionError
@@ -30,6 +31,7 @@ from app.metrics import REGISTRY
 from app.outbox import NewEvent, add_events
 from app.outbox.message import Message
 from app.outbox.relay import Relay, RelayConfig
+from tests.one_by_one import one_by_one
 
 GRACE = 0.2
 
@@ -51,6 +53,9 @@ class AnsweringBroker:
 
     async def renew(self) -> None:
         self.renewed = getattr(self, "renewed", 0) + 1
+
+    async def send_many(self, messages: Sequence[Message]) -> list[asyncio.Future[Any] | Exception]:
+        return await one_by_one(self.send, messages)
 
     async def send(self, message: Message) -> asyncio.Future[Any]:
         event_id = dict(message.headers)["id"].decode()

@@ -22,6 +22,7 @@ behind the refused one publish instead of going ``DEAD`` one after another.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -46,6 +47,7 @@ from app.outbox.broker import KafkaBroker, is_row_fault
 from app.outbox.message import BadRow, Message
 from app.outbox.relay import Relay, RelayConfig
 from app.pipeline.pause import Backoff
+from tests.one_by_one import one_by_one
 
 QUICK = Backoff(0.001, 0.001)
 
@@ -78,6 +80,9 @@ class FakeBroker:
 
     async def missing_topics(self, topics: set[str]) -> set[str]:
         return set()
+
+    async def send_many(self, messages: Sequence[Message]) -> list[asyncio.Future[Any] | Exception]:
+        return await one_by_one(self.send, messages)
 
     async def send(self, message: Message) -> asyncio.Future[Any]:
         self.tries += 1
