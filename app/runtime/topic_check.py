@@ -9,6 +9,8 @@ whether it exists). A topic it may not describe, one missing while
 fewer brokers up than ``TOPIC_REPLICATION_FACTOR`` (the broker would refuse to create
 it), is a ``ConfigurationError`` naming each;
 faust would otherwise ignore a missing topic, or retry a denied one, without a word.
+The last check counts faust's leader topic too (``leader_topic``): faust creates it
+with the same replication factor, and its refusal was faust's traceback.
 """
 
 from __future__ import annotations
@@ -32,14 +34,22 @@ def needed_topics(settings: Settings, registry: Registry) -> list[str]:
     return own + sorted(set(registry.emitted_topics) - set(own))
 
 
+def leader_topic(settings: Settings) -> str:
+    """faust's leader election topic (one partition), which faust creates itself when
+    ``TOPICS_DECLARE`` is true."""
+    return f"{settings.app_id}-__assignor-__leader"
+
+
 async def check_topics(conn: Any, topics: list[str], settings: Settings) -> None:
     """Ask the broker over ``conn`` (an open aiokafka connection) about ``topics``; raise a
-    ``ConfigurationError`` in one line naming those denied and, with
-    ``TOPICS_DECLARE=false``, those missing."""
-    answer = await conn.send(MetadataRequest(topics, allow_auto_topic_creation=False))
+    ``ConfigurationError`` in one line naming those denied, with ``TOPICS_DECLARE=false``
+    those missing, and with ``TOPICS_DECLARE=true`` those (faust's leader topic among
+    them) the cluster has too few brokers up to create."""
+    created = [*topics, leader_topic(settings)] if settings.topics_declare else topics
+    answer = await conn.send(MetadataRequest(created, allow_auto_topic_creation=False))
     codes = {topic: code for code, topic, *_ in answer.topics}
     denied = [t for t in topics if codes.get(t) == TopicAuthorizationFailedError.errno]
-    missing = [t for t in topics if codes.get(t) == UnknownTopicOrPartitionError.errno]
+    missing = [t for t in created if codes.get(t) == UnknownTopicOrPartitionError.errno]
     problems = []
     if denied:
         problems.append(

@@ -7,7 +7,8 @@ naming each of them and the setting, before it joins the group; once they exist 
 starts and is ready. On a broker that enforces ACLs, a topic its principal may not
 ``Describe`` ends it the same way, naming the topic and the permission, whatever
 ``TOPICS_DECLARE`` says: no traceback, no password. So does a topic it would have to
-create with more copies (``TOPIC_REPLICATION_FACTOR``) than the cluster has brokers up.
+create with more copies (``TOPIC_REPLICATION_FACTOR``) than the cluster has brokers up,
+faust's leader topic among them (faust creates it with that factor).
 """
 
 from __future__ import annotations
@@ -90,6 +91,26 @@ async def test_topics_it_cannot_create_with_the_replication_factor_are_named_at_
     assert repr(dlt_topic(stream.topic)) in line, line
     assert repr(env["BILLS_TOPIC"]) in line, line
     assert repr(stream.topic) not in line, line  # it exists
+
+
+async def test_fausts_leader_topic_counts_among_those_it_cannot_create(
+    topic: OrderTopic, workers: Workers, database_url: str, tmp_path: Path
+) -> None:
+    stream = topic.stream
+    env = billing_env(tmp_path, stream, TOPIC_REPLICATION_FACTOR="3")
+    ours = [
+        *(retry_topic(stream.topic, d) for d in DELAYS),
+        dlt_topic(stream.topic),
+        env["BILLS_TOPIC"],
+    ]
+    for name in ours:
+        await ensure_topic(stream.bootstrap, name, stream.partitions)
+    worker = workers.start(database_url, handler_modules="billing", env=env)
+    line = the_one_line(worker)
+    assert "TOPIC_REPLICATION_FACTOR=3 and the cluster has 1 broker(s) up" in line, line
+    assert repr(f"{stream.app_id}-__assignor-__leader") in line, line
+    for name in (stream.topic, *ours):
+        assert repr(name) not in line, line  # they exist
 
 
 async def test_a_topic_it_may_not_describe_is_named_with_the_permission(
