@@ -57,16 +57,21 @@ def billing_env(folder: Path, stream: Stream, **extra: str) -> dict[str, str]:
     }
 
 
+def besides_its_own(stream: Stream, env: dict[str, str]) -> list[str]:
+    """The topics the billing worker needs besides the test's: its tiers, DLT, bills."""
+    return [
+        *(retry_topic(stream.topic, d) for d in DELAYS),
+        dlt_topic(stream.topic),
+        env["BILLS_TOPIC"],
+    ]
+
+
 async def test_missing_topics_are_named_at_start_and_it_starts_once_they_exist(
     topic: OrderTopic, workers: Workers, database_url: str, tmp_path: Path
 ) -> None:
     stream = topic.stream
     env = billing_env(tmp_path, stream, TOPICS_DECLARE="false")
-    needed = [
-        *(retry_topic(stream.topic, d) for d in DELAYS),
-        dlt_topic(stream.topic),
-        env["BILLS_TOPIC"],
-    ]
+    needed = besides_its_own(stream, env)
     worker = workers.start(database_url, handler_modules="billing", env=env)
     line = the_one_line(worker)
     assert "TOPICS_DECLARE=false" in line, line
@@ -98,11 +103,7 @@ async def test_fausts_leader_topic_counts_among_those_it_cannot_create(
 ) -> None:
     stream = topic.stream
     env = billing_env(tmp_path, stream, TOPIC_REPLICATION_FACTOR="3")
-    ours = [
-        *(retry_topic(stream.topic, d) for d in DELAYS),
-        dlt_topic(stream.topic),
-        env["BILLS_TOPIC"],
-    ]
+    ours = besides_its_own(stream, env)
     for name in ours:
         await ensure_topic(stream.bootstrap, name, stream.partitions)
     worker = workers.start(database_url, handler_modules="billing", env=env)
