@@ -3,8 +3,9 @@
 ``redis.asyncio.Redis`` satisfies it (mypy checks that in ``connect``), and so
 does the in-memory fake of the unit tests. ``refusal`` tells, at start, a Redis that
 refuses the URL's settings (its TLS certificate not trusted or not naming the host,
-a TLS file that cannot be read, the login refused: a mistake to mend) from one that is
-down or silent (the prefilter fails open and its breaker waits for it).
+a TLS file that cannot be read, the login refused, TLS asked of a server that speaks
+plain Redis: a mistake to mend) from one that is down or silent (the prefilter fails
+open and its breaker waits for it).
 """
 
 from __future__ import annotations
@@ -86,10 +87,34 @@ async def refusal(url: str, within: float) -> str | None:
         return None
     except Exception as exc:
         why = _tls_refusal(exc, parts.hostname or "") if parts.scheme == "rediss" else None
+        if why is None and parts.scheme == "rediss":
+            why = await _plain_instead(parts.hostname or "localhost", parts.port or 6379, within)
         return f"{where}: {why}" if why else None
     finally:
         await client.aclose()
     return None
+
+
+async def _plain_instead(host: str, port: int, within: float) -> str | None:
+    """Why a ``rediss://`` URL fails when the server at ``host:port`` speaks plain Redis:
+    its TLS handshake then waits for an answer that never comes, as a silent server's
+    would, but a plain ``PING`` is answered. None when it is not answered either."""
+    try:
+        async with asyncio.timeout(within):
+            reader, writer = await asyncio.open_connection(host, port)
+            try:
+                writer.write(b"PING\r\n")
+                answer = await reader.readline()
+            finally:
+                writer.close()
+    except (OSError, TimeoutError):
+        return None
+    if not answer.startswith((b"+PONG", b"-NOAUTH", b"-WRONGPASS")):
+        return None
+    return (
+        "it speaks plain Redis, without TLS, and REDIS_URL's rediss:// asks for TLS; "
+        "use redis://, or turn TLS on at the server"
+    )
 
 
 def _tls_refusal(exc: BaseException, host: str) -> str | None:
