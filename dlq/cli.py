@@ -1,4 +1,5 @@
-"""``python -m dlq``: list, show, replay and skip the records of a dead-letter topic.
+"""``python -m dlq``: list, show, replay and skip the records of a dead-letter topic, and
+release an aggregate's parked events from versions that never came.
 
 Settings come from the environment, as for a worker: ``BROKER_URL`` (with the
 broker security settings), ``DATABASE_URL`` and ``ORDER_TOPIC`` (``--topic`` names
@@ -31,6 +32,7 @@ from dlq.actions import Action
 from dlq.commands import Decision, Target, act, list_entries, one_entry
 from dlq.dead import FailureStatus
 from dlq.errors import CommandError, NothingMatched
+from dlq.gaps import release
 from dlq.policy import DeadReason
 from dlq.selection import Selection, parse_moment, parse_position
 from dlq.topics import DLT_SUFFIX, dlt_topic
@@ -39,7 +41,8 @@ T = TypeVar("T")
 
 cli = typer.Typer(
     help="Inspect the dead-letter topic and bring its records back (replay) or give up on "
-    "them (skip).",
+    "them (skip); give up the versions that never came before an aggregate's parked events "
+    "(release).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -232,6 +235,30 @@ skip = cli.command("skip")(
         " --for-consumer.",
     )
 )
+
+
+@cli.command("release")
+def release_(
+    consumer: Annotated[
+        str, typer.Option(help="The consumer whose parked events wait.", show_default=False)
+    ],
+    aggregate: Annotated[
+        str,
+        typer.Option(help="The aggregate, as <aggregateType>:<aggregateId>.", show_default=False),
+    ],
+    execute: Execute = False,
+    timeout: Timeout = 60.0,
+) -> None:
+    """Give up the versions a consumer's parked events wait for, which never came.
+
+    Each missing version goes as a skip record to the parked events' partition: the
+    consumer takes it without running a handler, and its parked events then apply in
+    order. Without --execute, only says which versions it would give up."""
+    agg_type, colon, agg_id = aggregate.partition(":")
+    if not (colon and agg_type and agg_id):
+        raise typer.BadParameter("name the aggregate as <aggregateType>:<aggregateId>")
+    target = _target(None, timeout)
+    _run(release(target.clients, target.database_url, consumer, (agg_type, agg_id), execute, out))
 
 
 def _selection(

@@ -42,6 +42,11 @@ class FailureStore:
         self._engine = engine
         self._shown_url = shown_url
 
+    @property
+    def engine(self) -> AsyncEngine:
+        """The workers' database (checked to answer and to hold ``failed_event``)."""
+        return self._engine
+
     async def states(self, keys: Iterable[FailureKey]) -> dict[FailureKey, FailureState]:
         """The status and decision of every row among ``keys`` (missing rows are absent)."""
         t = failed_event

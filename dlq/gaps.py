@@ -1,0 +1,147 @@
+"""``release``: give up the versions a consumer's parked events wait for, which never came.
+
+A consumer applies an aggregate's version ``last + 1`` only; later ones park until it
+comes. When the producer never sent it (lost, or written out of the outbox by hand),
+nothing closes the gap: the operator gives the missing versions up. For each, this
+publishes a *skip record* to the partition the parked events came from, as ``dlq skip``
+does for a dead event: the named consumer takes that version without running a
+handler, and its parked successors then apply in order. Nothing is written to the
+database here; the worker does that, in its own transaction, like any skip.
+
+Each skip record is an envelope of event type ``VersionGivenUp`` whose ``eventId`` is
+derived from the consumer, the aggregate and the version: releasing twice publishes the
+same event again, which the consumer's dedup absorbs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import orjson
+from rich.console import Console
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db.tables import aggregate_version, parked_event
+from app.kafka_clients import KafkaClients
+from dlq import headers as h
+from dlq.broker import replayer
+from dlq.errors import NothingMatched
+from dlq.records import OutRecord
+from dlq.status import failure_store
+
+GIVEN_UP = "VersionGivenUp"
+_IDS = uuid.UUID("5b0e1f2a-9a44-4c61-9a51-6c0f3e2d7a10")  # namespace of the skip records' ids
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """The versions ``consumer`` waits for before its parked events of one aggregate."""
+
+    consumer: str
+    aggregate_type: str
+    aggregate_id: str
+    last_applied: int | None
+    first_parked: int
+    parked: int
+    topic: str
+    partition: int
+    key: bytes | None
+
+    @property
+    def missing(self) -> list[int]:
+        """The versions between the last applied and the first parked (none applied: 1)."""
+        return list(range((self.last_applied or 0) + 1, self.first_parked))
+
+
+async def find_gap(
+    engine: AsyncEngine, consumer: str, aggregate_type: str, aggregate_id: str
+) -> Gap:
+    """The gap before ``consumer``'s parked events of the aggregate; ``NothingMatched``
+    when it has none parked."""
+    p, v = parked_event, aggregate_version
+    mine = (
+        p.c.consumer_group == consumer,
+        p.c.aggregate_type == aggregate_type,
+        p.c.aggregate_id == aggregate_id,
+    )
+    async with engine.connect() as conn:
+        first = (
+            await conn.execute(
+                select(p.c.aggregate_version, p.c.topic, p.c.partition, p.c.record_key)
+                .where(*mine)
+                .order_by(p.c.aggregate_version)
+                .limit(1)
+            )
+        ).first()
+        if first is None:
+            raise NothingMatched(
+                f"{consumer} has no parked event of {aggregate_type}:{aggregate_id}: "
+                "nothing waits for a version"
+            )
+        parked = (await conn.execute(select(func.count()).where(*mine))).scalar_one()
+        last = (
+            await conn.execute(
+                select(v.c.last_version).where(
+                    v.c.consumer_group == consumer,
+                    v.c.aggregate_type == aggregate_type,
+                    v.c.aggregate_id == aggregate_id,
+                )
+            )
+        ).scalar_one_or_none()
+    version, topic, partition, key = first
+    return Gap(consumer, aggregate_type, aggregate_id, last, version, parked, topic, partition, key)
+
+
+def skip_record(gap: Gap, version: int, now: datetime) -> OutRecord:
+    """The record that makes ``gap.consumer`` take ``version`` without a handler."""
+    event_id = uuid.uuid5(
+        _IDS, "\0".join((gap.consumer, gap.aggregate_type, gap.aggregate_id, str(version)))
+    )
+    envelope = {
+        "eventId": str(event_id),
+        "eventType": GIVEN_UP,
+        "eventVersion": 1,
+        "aggregateType": gap.aggregate_type,
+        "aggregateId": gap.aggregate_id,
+        "aggregateVersion": version,
+        "occurredAt": now.isoformat(),
+        "data": {},
+    }
+    headers = ((h.RETRY_CONSUMER_GROUP, gap.consumer.encode()), (h.RETRY_ACTION, b"skip"))
+    return OutRecord(gap.topic, gap.key, orjson.dumps(envelope), headers)
+
+
+async def release(
+    clients: KafkaClients,
+    database_url: str,
+    consumer: str,
+    aggregate: tuple[str, str],
+    execute: bool,
+    out: Console,
+) -> None:
+    """Print the versions ``consumer`` waits for before its parked events of ``aggregate``;
+    with ``execute``, publish a skip record for each."""
+    async with failure_store(database_url) as store:
+        gap = await find_gap(store.engine, consumer, *aggregate)
+    name = f"{gap.aggregate_type}:{gap.aggregate_id}"
+    last = "none" if gap.last_applied is None else str(gap.last_applied)
+    out.print(
+        f"{consumer}, {name}: last applied version {last}, {gap.parked} parked from version "
+        f"{gap.first_parked} ({gap.topic} partition {gap.partition})"
+    )
+    if not gap.missing:
+        out.print("no version is missing: the parked events apply with the aggregate's next batch")
+        return
+    versions = ", ".join(map(str, gap.missing))
+    if not execute:
+        out.print(f"would give up version(s) {versions}; add --execute to do it")
+        return
+    now = datetime.now(UTC)
+    async with replayer(clients) as sender:
+        for version in gap.missing:
+            partition, offset = await sender.send(skip_record(gap, version, now), gap.partition)
+            out.print(f"version {version}: skip record published at {partition}:{offset}")
+    out.print(f"gave up version(s) {versions}: {consumer} takes them and applies its parked events")
