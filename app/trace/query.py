@@ -224,11 +224,16 @@ def _taken(row: Mapping[str, Any]) -> Finding:
 
 def _parked(row: Mapping[str, Any], last: int | None) -> Finding:
     waiting_for = (last or 0) + 1
+    release = (
+        f"python -m dlq release --consumer {row['consumer_group']} "
+        f"--aggregate {row['aggregate_type']}:{row['aggregate_id']}"
+    )
     return Finding(
         row["consumer_group"],
         "parked",
         _moment(row["parked_at"]),
-        f"version {row['aggregate_version']} waits for version {waiting_for}",
+        f"version {row['aggregate_version']} waits for version {waiting_for} "
+        f"(never sent? {release})",
         {"waiting_for_version": waiting_for, "last_applied_version": last},
     )
 

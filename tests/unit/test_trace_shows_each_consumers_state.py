@@ -192,7 +192,11 @@ def test_each_consumer_gets_its_state(database_url: str) -> None:
     assert (found.event_type, found.aggregate_id, found.version) == ("OrderPaid", "o-1", 2)
     states = {f.consumer: (f.state, f.detail) for f in found.findings}
     assert states["points-service"] == ("applied", "version 2 applied")
-    assert states["inventory-service"] == ("parked", "version 2 waits for version 1")
+    assert states["inventory-service"] == (
+        "parked",
+        "version 2 waits for version 1 (never sent? python -m dlq release --consumer "
+        "inventory-service --aggregate Order:o-1)",
+    )
     assert states["notification-service"][0] == "stale"
     assert "at version 5" in states["notification-service"][1]
     state, detail = states["audit-service"]  # not registered: found through its failure row
