@@ -59,6 +59,7 @@ from app.outbox.recovered import already_sent
 
 START_TIMEOUT_SECONDS = 15.0
 MAX_BATCH_BYTES = 256 * 1024
+NEITHER_KEY_NOR_VALUE = "a record needs a key or a value; this one has neither"
 # What a broker without idempotent producers answers to InitProducerId.
 _NO_IDEMPOTENCE = {"UnknownError", "UnsupportedVersionError"}
 TOPICS_MAX_AGE_SECONDS = 60.0
@@ -273,7 +274,7 @@ class KafkaBroker:
     async def send(self, message: Message) -> asyncio.Future[Any]:
         """Queue ``message``; the future completes when the broker acknowledged it."""
         if message.key is None and message.value is None:
-            raise BadRow("a record needs a key or a value; this one has neither")
+            raise BadRow(NEITHER_KEY_NOR_VALUE)
         return await self._producer.send(
             message.topic, message.value, key=message.key, headers=list(message.headers)
         )
@@ -288,7 +289,7 @@ class KafkaBroker:
         key. A refused batch fails all its records, as a batch ``send`` filled would; a
         record larger than a batch goes on its own (``send``: the producer checks its size).
         """
-        outcomes: list[asyncio.Future[Any] | Exception] = [_QUEUED] * len(messages)
+        outcomes: dict[int, asyncio.Future[Any] | Exception] = {}
         batches: dict[tuple[str, int], list[int]] = {}
         for topic, indexes in _by_topic(messages).items():
             try:
@@ -301,9 +302,7 @@ class KafkaBroker:
             for index in indexes:
                 message = messages[index]
                 if message.key is None and message.value is None:
-                    outcomes[index] = BadRow(
-                        "a record needs a key or a value; this one has neither"
-                    )
+                    outcomes[index] = BadRow(NEITHER_KEY_NOR_VALUE)
                 elif _size(message) > MAX_BATCH_BYTES:
                     outcomes[index] = await self._send_alone(message)
                 else:
@@ -311,7 +310,7 @@ class KafkaBroker:
                     batches.setdefault((topic, partition), []).append(index)
         for (topic, partition), indexes in batches.items():
             await self._send_batches(messages, indexes, topic, partition, outcomes)
-        return outcomes
+        return [outcomes[index] for index in range(len(messages))]
 
     def _available(self, topic: str) -> list[int]:
         return sorted(self._producer.client.cluster.available_partitions_for_topic(topic) or ())
@@ -328,7 +327,7 @@ class KafkaBroker:
         indexes: list[int],
         topic: str,
         partition: int,
-        outcomes: list[asyncio.Future[Any] | Exception],
+        outcomes: dict[int, asyncio.Future[Any] | Exception],
     ) -> None:
         """Queue ``indexes`` of ``messages`` to one partition, in as many batches as they
         fill; each record's outcome is set to its batch's."""
@@ -352,7 +351,7 @@ class KafkaBroker:
         members: list[int],
         topic: str,
         partition: int,
-        outcomes: list[asyncio.Future[Any] | Exception],
+        outcomes: dict[int, asyncio.Future[Any] | Exception],
     ) -> None:
         outcome: asyncio.Future[Any] | Exception
         try:
@@ -361,10 +360,6 @@ class KafkaBroker:
             outcome = exc
         for index in members:
             outcomes[index] = outcome
-
-
-# Every record's outcome is set before ``send_many`` returns; this marks one not set yet.
-_QUEUED = RuntimeError("not queued")
 
 
 def _by_topic(messages: Sequence[Message]) -> dict[str, list[int]]:
