@@ -81,6 +81,7 @@ from app.pipeline.store import (
     recorded_failures,
 )
 from app.pipeline.together import all_or_none, to_the_end
+from app.pipeline.warm import warm_up
 from app.prefilter.stage import Known, Lookup, ask, remember_applied, skip_known
 from app.records import RawRecord
 from app.registry import Registry
@@ -120,6 +121,10 @@ class BatchProcessor:
         """True when records are decoded before anything else (no prefilter to ask first):
         then records may be decoded ahead (``decoder``) and handed to ``process``."""
         return self.prefilter is None
+
+    async def warm_up(self) -> None:
+        """Open each consumer's connection and run its batch's reads once (``warm``)."""
+        await warm_up(self.sessions, list(self.registry.consumers), self.concurrent_consumers)
 
     def decoder(self) -> Callable[[RawRecord], Decoded | Poison]:
         """Decodes a record as ``process`` does (the handlers' event types read once)."""

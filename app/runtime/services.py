@@ -27,10 +27,13 @@ from app.pipeline.processor import BatchProcessor
 from app.pipeline.route import FailureRouter
 from app.prefilter import Prefilter
 from app.registry import Registry, default_registry
+from app.scrub import scrub
 from app.settings import Settings
 from dlq.policy import RetryPolicy
 
 log = logging.getLogger("effectively_once.worker")
+# How long the start may wait for the consumers' connections (``open_ahead``).
+OPEN_AHEAD_SECONDS = 10.0
 
 
 def import_handlers(settings: Settings, registry: Registry = default_registry) -> Registry:
@@ -123,6 +126,7 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
         prefilter=prefilter,
         escalate_after=settings.escalate_after_attempts,
     )
+    await open_ahead(processor)
     log.info(
         "consumers: %s; Redis prefilter %s",
         ", ".join(registry.consumers),
@@ -144,6 +148,22 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
             keep_cleaning(engine, Retention.of(settings), settings.cleanup_interval.total_seconds())
         )
     return Services(settings, engine, processor, prefilter, relay, cleaner)
+
+
+async def open_ahead(processor: BatchProcessor) -> None:
+    """The consumers' connections opened, and their batches' reads run once, before the first
+    batch (``app.pipeline.warm``). A database that does not answer now is the first batch's
+    to meet (it pauses and retries in place, and ``/ready`` says why): here one line says
+    that the connections were not opened ahead, and the worker goes on."""
+    try:
+        await asyncio.wait_for(processor.warm_up(), OPEN_AHEAD_SECONDS)
+    except Exception as exc:
+        log.warning(
+            "the consumers' database connections were not opened ahead of the first batch "
+            "(it opens them itself): %s: %s",
+            type(exc).__name__,
+            scrub(str(exc)) or f"no answer within {OPEN_AHEAD_SECONDS:.0f}s",
+        )
 
 
 def warn_if_the_example_runs(settings: Settings) -> None:
