@@ -31,42 +31,13 @@ from aiokafka.errors import (
 from aiokafka.protocol.metadata import MetadataRequest
 
 from app.broker_security import BrokerSecurity
-from app.errors import BrokerRefused, BrokerUnreachable, ConfigurationError
+from app.broker_url import bootstrap_servers
+from app.errors import BrokerRefused, BrokerUnreachable
 from app.settings import Settings
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 # OpenSSL's verify codes for a certificate that does not name the host connected to.
 _NAME_MISMATCH = {62, 64}
-
-
-def bootstrap_servers(broker_url: str) -> list[str]:
-    """faust's ``kafka://h1:9092;kafka://h2:9092`` (or ``,``) → ``["h1:9092", "h2:9092"]``;
-    a server without a port gets Kafka's, 9092, as faust and aiokafka give it."""
-    servers = []
-    for part in broker_url.replace(",", ";").split(";"):
-        part = part.strip()
-        if part:
-            servers.append(_with_port(part.split("://", 1)[-1].rstrip("/")))
-    if not servers:
-        raise ConfigurationError(f"BROKER_URL names no broker: {broker_url!r}")
-    return servers
-
-
-DEFAULT_PORT = 9092
-
-
-def _with_port(server: str) -> str:
-    if not server or server.startswith(":"):
-        named = f"{server!r} names" if server else "a server in it names"
-        raise ConfigurationError(f"BROKER_URL: {named} no host (write kafka://host:9092)")
-    host, colon, port = server.rpartition(":")
-    if not colon or host.endswith(":") or port.endswith("]"):  # no port; an IPv6 address
-        return f"{server}:{DEFAULT_PORT}"
-    if not port.isdigit() or not 0 < int(port) < 65_536:
-        raise ConfigurationError(
-            f"BROKER_URL: the port of {server!r} is not a number from 1 to 65535"
-        )
-    return server
 
 
 class KafkaClients:

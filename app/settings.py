@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.broker_settings import BrokerSecuritySettings
+from app.broker_url import check_broker_url
 from app.db.tables import AGG_TYPE, OUTBOX_TOPIC
 from app.db.timeouts import DbTimeouts
 from app.db.urls import normalise_database_url
@@ -117,6 +118,12 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     cleanup_batch_size: int = Field(default=1_000, ge=1, le=100_000)
     cleanup_pause_seconds: float = Field(default=0.1, ge=0)
 
+    @field_validator("broker_url")
+    @classmethod
+    def _brokers_named(cls, value: str) -> str:
+        check_broker_url(value)
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _async_driver(cls, value: str) -> str:
@@ -200,7 +207,10 @@ class Settings(BaseSettings, BrokerSecuritySettings):
         if isinstance(value, str):
             found = _DURATION.match(value.strip())
             if found:
-                return timedelta(seconds=float(found[1]) * _UNIT_SECONDS[found[2] or "s"])
+                try:
+                    return timedelta(seconds=float(found[1]) * _UNIT_SECONDS[found[2] or "s"])
+                except OverflowError:
+                    raise ValueError("is longer than a duration can be (999999999 days)") from None
         return value
 
     @field_validator("outbox_retention", "dedup_retention", "cleanup_interval")

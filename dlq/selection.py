@@ -185,7 +185,12 @@ def parse_moment(text: str, now: datetime) -> datetime:
     """An ISO-8601 time (naive means UTC), or an age before ``now``: ``90s``, ``2h``, ``1d``."""
     ago = _AGO.match(text.strip())
     if ago:
-        return now - timedelta(seconds=int(ago.group(1)) * _UNIT_SECONDS[ago.group(2)])
+        try:
+            return now - timedelta(seconds=int(ago.group(1)) * _UNIT_SECONDS[ago.group(2)])
+        except OverflowError:  # before year 1, or beyond what a timedelta holds
+            raise ValueError(
+                f"{text.strip()!r} reaches back before the calendar's first year"
+            ) from None
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

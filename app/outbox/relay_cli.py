@@ -22,7 +22,7 @@ import typer
 from pydantic import ValidationError
 
 from app.db.refusal import check_database
-from app.errors import DatabaseRefused
+from app.errors import ConfigurationError, DatabaseRefused
 from app.logging_setup import configure_process_logging
 from app.settings import Settings, describe
 
@@ -43,7 +43,10 @@ def relay() -> None:
     except DatabaseRefused as exc:
         _fail(str(exc))
     configure_process_logging(settings)
-    code = asyncio.run(_run(settings))
+    try:
+        code = asyncio.run(_run(settings))
+    except ConfigurationError as exc:  # a setting the relay's clients cannot use
+        _fail(str(exc))
     raise typer.Exit(code)
 
 

@@ -7,15 +7,21 @@ gives it (before, the framework's checks read the host as the port and waited fo
 a broker they could never reach, with ``/ready`` red, while faust had connected);
 a port that is not a number from 1 to 65535 is a ``ConfigurationError`` naming the
 server, and so is a URL naming no server, or a server without a host (``kafka://``:
-the worker waited for it without answering ``/ready``).
+the worker waited for it without answering ``/ready``). The settings refuse each of them
+at start, so every command says so in one line: ``python -m app relay`` printed a
+traceback for them.
 """
 
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
 
+from app.__main__ import build_cli
+from app.broker_url import bootstrap_servers
 from app.errors import ConfigurationError
-from app.kafka_clients import bootstrap_servers
+from app.settings import Settings, describe
 
 
 @pytest.mark.parametrize(
@@ -47,3 +53,26 @@ def test_each_server_has_a_host_and_a_port(url: str, servers: list[str]) -> None
 def test_a_server_no_client_can_reach_is_refused(url: str, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         bootstrap_servers(url)
+
+
+BAD_URLS = ["kafka://broker:9o92", "kafka://", "kafka://:9092", " ; "]
+
+
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_the_settings_refuse_it_naming_broker_url(url: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        Settings(broker_url=url)
+
+    (line,) = describe(raised.value)
+    assert line.startswith("BROKER_URL: "), line
+
+
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_the_relay_refuses_it_in_one_line(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BROKER_URL", url)
+
+    result = CliRunner().invoke(build_cli(), ["relay"])
+
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert "BROKER_URL" in result.output

@@ -34,6 +34,7 @@ ENV = {
         (["replay", "0:1", "1"], {}, "<dlt-partition>:<dlt-offset>"),
         (["list", "--since", "yesterday"], {}, "ISO-8601"),
         (["list", "--until", "soon"], {}, "ISO-8601"),
+        (["list", "--since", "1000000d"], {}, "'1000000d' reaches back before"),
         (["list", "--since", "1h", "--until", "2h"], {}, "--since is later than --until"),
         (["list", "--status", "lost"], {}, "'lost' is not one of"),
         (["replay", "--reason", "oops"], {}, "'oops' is not one of"),

@@ -9,7 +9,9 @@ then print one such line (no traceback) and exit with code 2. A well-formed URL
 to a database that does not answer is shown with its password masked. The same holds
 for ``BROKER_SASL_PASSWORD`` and ``BROKER_SSL_KEY_PASSWORD`` in broker security settings
 that are wrong (the worker, ``python -m dlq``, ``python -m app trace`` and
-``python -m app relay``).
+``python -m app relay``), and for a ``BROKER_URL`` that holds a login (``kafka://user:
+password@host``): the broker's login has settings of its own, and an address is shown
+in log lines, so it is refused at start by the worker, the relay and ``python -m dlq``.
 (Databases are pointed at a port nothing listens on, so nothing is reached.)
 """
 
@@ -41,6 +43,11 @@ BAD_REDIS_URLS = [
     f":{PASSWORD}@cache.internal:6379/0",
     f"memcached://:{PASSWORD}@cache.internal/0",
     f"redis://:{PASSWORD}@cache.internal:notaport/0",
+]
+BAD_BROKER_URLS = [
+    f"kafka://app:{PASSWORD}@broker.internal:9092",
+    f"kafka://h1:9092;kafka://app:{PASSWORD}@h2",
+    f"app:{PASSWORD}@broker.internal",
 ]
 UNREACHABLE = f"postgresql://app:{PASSWORD}@127.0.0.1:1/orders"
 # Broker security settings that are wrong, each holding the password; the variable named.
@@ -192,3 +199,34 @@ def test_wrong_broker_security_settings_never_print_their_password(
     for said in (worker.out + worker.err, dlq.output, trace.output, relay.output):
         _one_clean_line(said)
         assert f"{variable}: " in said, said
+
+
+@pytest.mark.parametrize("url", BAD_BROKER_URLS)
+def test_the_settings_refuse_a_login_in_the_broker_url_without_quoting_it(url: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        Settings(broker_url=url)
+
+    errors = raised.value.errors()
+    assert [error["loc"] for error in errors] == [("broker_url",)]
+    assert PASSWORD not in errors[0]["msg"]
+    assert "BROKER_SASL_USERNAME and BROKER_SASL_PASSWORD" in errors[0]["msg"]
+
+
+@pytest.mark.parametrize("url", BAD_BROKER_URLS)
+@pytest.mark.parametrize("command", ["worker", "relay", "dlq"])
+def test_each_command_refuses_a_login_in_the_broker_url_in_one_line(
+    url: str, command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BROKER_URL", url)
+    if command == "worker":
+        with pytest.raises(SystemExit) as exited:
+            build_app_or_exit()
+        code, output = exited.value.code, "".join(capsys.readouterr())
+    else:
+        cli, args = (build_cli(), ["relay"]) if command == "relay" else (dlq_cli, ["list"])
+        result = CliRunner().invoke(cli, args)
+        code, output = result.exit_code, result.output
+
+    assert code == 2, output
+    _one_clean_line(output)
+    assert "BROKER_URL" in output

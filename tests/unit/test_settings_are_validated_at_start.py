@@ -140,6 +140,10 @@ def test_the_database_url_gets_an_async_driver(url: str, expected: str) -> None:
         ("dedup_retention", "30"),  # seconds: every redelivery a day later applies again
         ("dedup_retention", "0"),
         ("dedup_retention", "59m"),
+        ("dedup_retention", "99999999999d"),  # beyond a timedelta: was an OverflowError
+        ("outbox_retention", "1e300"),
+        ("broker_url", "kafka://broker:9o92"),
+        ("broker_url", "kafka://"),
         ("order_topic", "bad topic!"),
         ("order_topic", "orders/eu"),
         ("app_id", "orders service"),
