@@ -15,6 +15,9 @@ history, the others wait for the lock and then find nothing left to do.
 - SQLite: ``BEGIN IMMEDIATE`` takes the file's write lock up front, so a
   second process waits (busy timeout) until the first one commits.
 
+A history whose version table records a revision this code does not hold (a newer
+release migrated the database) is left as it is, with a warning (``revisions``).
+
 Command line: ``python -m app.db.migrate`` upgrades ``DATABASE_URL`` for
 ``HANDLER_MODULES``; ``--new-identity`` then renews the database's identity
 (``app.db.identity``).
@@ -23,6 +26,7 @@ Command line: ``python -m app.db.migrate`` upgrades ``DATABASE_URL`` for
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import zlib
 from collections.abc import AsyncIterator, Sequence
@@ -32,9 +36,11 @@ from weakref import WeakKeyDictionary
 
 from alembic import command
 from alembic.config import Config
+from alembic.util import CommandError
 from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db import revisions
 from app.db.engine import create_engine
 from app.db.histories import FRAMEWORK, History, histories
 from app.db.histories import VERSION_TABLE as VERSION_TABLE
@@ -43,6 +49,7 @@ from app.db.urls import normalise_database_url, shown
 from app.errors import ConfigurationError
 
 MIGRATIONS_DIR = FRAMEWORK.versions.parent
+log = logging.getLogger("effectively_once.migrate")
 
 # Any constant works as long as every worker uses the same one.
 _PG_LOCK_KEY = zlib.crc32(b"effectively-once migrations")
@@ -113,7 +120,14 @@ def _alembic_lock() -> asyncio.Lock:
 def _upgrade(connection: Connection, history: History, revision: str) -> None:
     config = alembic_config(history)
     config.attributes["connection"] = connection
-    command.upgrade(config, revision)
+    unknown = revisions.unknown_revisions(connection, history, config)
+    if unknown:  # migrated by a newer release: see ``revisions``
+        log.warning(revisions.describe(history, unknown))
+        return
+    try:
+        command.upgrade(config, revision)
+    except CommandError as exc:  # a history Alembic cannot follow (a revision file missing)
+        raise ConfigurationError(f"cannot migrate with {history.versions}: {exc}") from None
 
 
 @asynccontextmanager
