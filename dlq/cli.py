@@ -38,6 +38,8 @@ from dlq.selection import Selection, parse_moment, parse_position
 from dlq.topics import DLT_SUFFIX, dlt_topic
 
 T = TypeVar("T")
+# ``release`` reads no dead-letter topic: its target's bound on that read goes unused.
+RELEASE_TIMEOUT_SECONDS = 60.0
 
 cli = typer.Typer(
     help="Inspect the dead-letter topic and bring its records back (replay) or give up on "
@@ -247,7 +249,6 @@ def release_(
         typer.Option(help="The aggregate, as <aggregateType>:<aggregateId>.", show_default=False),
     ],
     execute: Execute = False,
-    timeout: Timeout = 60.0,
 ) -> None:
     """Give up the versions a consumer's parked events wait for, which never came.
 
@@ -257,7 +258,7 @@ def release_(
     agg_type, colon, agg_id = aggregate.partition(":")
     if not (colon and agg_type and agg_id):
         raise typer.BadParameter("name the aggregate as <aggregateType>:<aggregateId>")
-    target = _target(None, timeout)
+    target = _target(None, RELEASE_TIMEOUT_SECONDS)
     _run(release(target.clients, target.database_url, consumer, (agg_type, agg_id), execute, out))
 
 

@@ -28,7 +28,7 @@ from app.db.tables import aggregate_version, parked_event
 from app.kafka_clients import KafkaClients
 from dlq import headers as h
 from dlq.broker import replayer
-from dlq.errors import NothingMatched
+from dlq.errors import CommandError, NothingMatched
 from dlq.records import OutRecord
 from dlq.status import failure_store
 
@@ -140,8 +140,17 @@ async def release(
         out.print(f"would give up version(s) {versions}; add --execute to do it")
         return
     now = datetime.now(UTC)
+    given_up: list[str] = []
     async with replayer(clients) as sender:
         for version in gap.missing:
-            partition, offset = await sender.send(skip_record(gap, version, now), gap.partition)
+            try:
+                partition, offset = await sender.send(skip_record(gap, version, now), gap.partition)
+            except Exception as exc:  # the broker's refusal, or a partition it no longer has
+                done = ", ".join(given_up) or "none"
+                raise CommandError(
+                    f"publishing the skip record of version {version} to {gap.topic} partition "
+                    f"{gap.partition} failed (version(s) given up before it: {done}): {exc!r}"
+                ) from exc
+            given_up.append(str(version))
             out.print(f"version {version}: skip record published at {partition}:{offset}")
     out.print(f"gave up version(s) {versions}: {consumer} takes them and applies its parked events")

@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.db.engine import create_engine
 from app.db.retention import Cleaned, Retention, clean
 from app.db.timeouts import DbTimeouts
-from app.db.urls import shown
+from app.db.urls import missing_sqlite_file, shown
 from app.settings import Settings, describe
 
 
@@ -34,6 +34,8 @@ def cleanup() -> None:
         settings = Settings()
     except ValidationError as exc:
         _fail("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
+    if missing := missing_sqlite_file(settings.database_url):
+        _fail(f"no SQLite database at {missing}")
     retention = Retention.of(settings)
     try:
         cleaned = asyncio.run(_clean(settings.database_url, retention, settings.db_timeouts))

@@ -7,6 +7,8 @@ passwords of a URL that is printed (where the database could not be reached, say
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sqlalchemy.engine import make_url
 
 from app.db import connect_options
@@ -98,3 +100,14 @@ def shown(url: str) -> str:
         return parsed.render_as_string(hide_password=True)
     except Exception:
         return "(a database URL that cannot be parsed)"
+
+
+def missing_sqlite_file(url: str) -> str | None:
+    """The path of the SQLite file ``url`` names when there is no such file (a command that
+    only reads or cleans must not create an empty one, and then report a missing table);
+    None for any other URL."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    path = parsed.database or ""
+    return path if path and path != ":memory:" and not Path(path).exists() else None

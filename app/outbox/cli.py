@@ -8,7 +8,7 @@ unreachable database.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -21,12 +21,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.engine import create_engine
-from app.db.urls import normalise_database_url, shown
+from app.db.urls import missing_sqlite_file, normalise_database_url, shown
 from app.outbox import dead
 from app.outbox.status import OutboxStatus
 from app.settings import Settings, describe
 
 T = TypeVar("T")
+# Ids listed on a line of output; the rest are counted.
+SHOWN_IDS = 20
 # Column names come back as SQLAlchemy's str subclass, which orjson takes only when told.
 _JSON = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 outbox = typer.Typer(
@@ -114,20 +116,19 @@ def requeue(
             chosen = [row["id"] for row in await dead.list_rows(conn, topic=topic)]
         present = await dead.existing(conn, chosen)
         if not execute:
-            found = await dead.list_rows(conn)
-            named = [row_id for row_id in chosen if row_id in {r["id"] for r in found}]
-            return chosen, named, present
+            dead_ids = {row["id"] for row in await dead.list_rows(conn)}
+            return chosen, [row_id for row_id in chosen if row_id in dead_ids], present
         return chosen, await dead.requeue(conn, chosen), present
 
     chosen, done, present = _run(database_url, act, write=True)
     verb = "re-queued" if execute else "would re-queue"
-    out.print(f"{verb} {len(done)} of {len(chosen)} row(s): {', '.join(map(str, done)) or '-'}")
+    out.print(f"{verb} {len(done)} of {len(chosen)} row(s): {_ids(done)}")
     skipped = sorted(present - set(done))
     if skipped:
-        out.print(f"left alone (not DEAD): {', '.join(map(str, skipped))}")
+        out.print(f"left alone (not DEAD): {_ids(skipped)}")
     missing = sorted(set(chosen) - present)
     if missing:
-        err.print(f"no outbox row {', '.join(map(str, missing))}")
+        err.print(f"no outbox row {_ids(missing)}")
     if not execute and done:
         out.print("dry run: nothing changed (add --execute)")
     if not done:
@@ -143,6 +144,8 @@ def _run(
         _fail("invalid settings:\n" + "\n".join(f"  {line}" for line in describe(exc)))
     except ValueError as exc:
         _fail(f"--database-url is not usable: {exc}")
+    if missing := missing_sqlite_file(url):
+        _fail(f"no SQLite database at {missing}")
 
     async def go() -> T:
         engine = create_engine(url, pool_size=1)
@@ -158,6 +161,13 @@ def _run(
         where = shown(url)
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         _fail(f"cannot read the outbox at {where}: {first}")
+
+
+def _ids(ids: Sequence[int]) -> str:
+    """``ids`` for a line of output: the first ``SHOWN_IDS`` of them, and how many more."""
+    shown_ids = ", ".join(map(str, ids[:SHOWN_IDS])) or "-"
+    more = len(ids) - SHOWN_IDS
+    return f"{shown_ids} and {more:,} more" if more > 0 else shown_ids
 
 
 def _fail(message: str) -> NoReturn:

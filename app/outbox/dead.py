@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db.dialect import in_lists, list_size, one_of
 from app.db.tables import outbox_event as t
 from app.outbox.by_status import status_in
 from app.outbox.status import OutboxStatus
@@ -52,29 +53,37 @@ async def one_row(
 
 async def existing(conn: AsyncConnection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are rows of the outbox."""
-    if not ids:
-        return set()
-    found = await conn.execute(select(t.c.id).where(t.c.id.in_(list(ids))))
-    return {row_id for (row_id,) in found}
+    dialect = conn.dialect.name
+    found: set[int] = set()
+    for chunk in in_lists(ids, list_size(dialect)):
+        rows = await conn.execute(select(t.c.id).where(one_of(dialect, t.c.id, chunk)))
+        found.update(row_id for (row_id,) in rows)
+    return found
 
 
 async def requeue(conn: AsyncConnection, ids: Sequence[int]) -> list[int]:
-    """Put the ``DEAD`` rows among ``ids`` back to ``PENDING``, attempts afresh; which ones."""
-    if not ids:
-        return []
-    dead = select(t.c.id).where(t.c.id.in_(list(ids)), t.c.status == OutboxStatus.DEAD.value)
-    found = [row_id for (row_id,) in await conn.execute(dead)]
-    if found:
-        await conn.execute(
-            update(t)
-            .where(t.c.id.in_(found), t.c.status == OutboxStatus.DEAD.value)
-            .values(
-                status=OutboxStatus.PENDING.value,
-                retry_count=0,
-                next_retry_at=None,
-                lease_owner=None,
-                lease_expires_at=None,
-                updated_at=datetime.now(UTC),
-            )
+    """Put the ``DEAD`` rows among ``ids`` back to ``PENDING``, attempts afresh; which ones.
+    Any number of them: a lookup of ``list_size`` ids at a time (a driver takes some
+    tens of thousands of parameters in one statement at most)."""
+    dialect = conn.dialect.name
+    requeued: list[int] = []
+    for chunk in in_lists(ids, list_size(dialect)):
+        dead = select(t.c.id).where(
+            one_of(dialect, t.c.id, chunk), t.c.status == OutboxStatus.DEAD.value
         )
-    return found
+        found = [row_id for (row_id,) in await conn.execute(dead)]
+        if found:
+            await conn.execute(
+                update(t)
+                .where(one_of(dialect, t.c.id, found), t.c.status == OutboxStatus.DEAD.value)
+                .values(
+                    status=OutboxStatus.PENDING.value,
+                    retry_count=0,
+                    next_retry_at=None,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    updated_at=datetime.now(UTC),
+                )
+            )
+        requeued += found
+    return requeued

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Any
 
 import orjson
@@ -17,11 +16,10 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.db.engine import create_engine
-from app.db.urls import normalise_database_url, shown
+from app.db.urls import missing_sqlite_file, normalise_database_url, shown
 from app.handler_modules import import_handler_modules
 from app.registry import default_registry
 from app.settings import Settings, describe
@@ -79,11 +77,8 @@ def _database_url(option: str | None) -> str:
         raise TraceError(f"invalid settings: {'; '.join(describe(exc))}") from exc
     except ValueError as exc:
         raise TraceError(f"--database-url is not usable: {_first_line(exc)}") from exc
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        path = parsed.database or ""
-        if path and path != ":memory:" and not Path(path).exists():
-            raise TraceError(f"no SQLite database at {path}")
+    if missing := missing_sqlite_file(url):
+        raise TraceError(f"no SQLite database at {missing}")
     return url
 
 

@@ -5,15 +5,19 @@ while 2 is missing. ``release --consumer C --aggregate <type>:<id>`` names the g
 (last applied 1, parked from 3) and the version it would give up, changing nothing;
 with ``--execute`` it publishes one skip record for version 2 to the parked event's
 partition: the consumer takes version 2 without a handler and applies the parked 3,
-once. Released again, nothing waits: exit code 1, nothing published.
+once. Released again, nothing waits: exit code 1, nothing published. A skip record the
+broker does not take (the parked event's partition is gone) is one line, exit code 2.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from app.db.engine import create_engine
+from app.db.tables import aggregate_version, parked_event
 from app.demo.envelopes import encode
 from dlq.gaps import GIVEN_UP
 from tests.integration.support.dlq import (
@@ -83,4 +87,50 @@ async def test_a_malformed_aggregate_is_a_usage_error(topic: OrderTopic, databas
     )
     assert ran.code == 2, ran.out + ran.err
     assert "<aggregateType>:<aggregateId>" in ran.err
+    assert "Traceback" not in ran.err
+
+
+async def test_a_skip_record_the_broker_does_not_take_is_one_line(
+    topic: OrderTopic, migrated_database: str
+) -> None:
+    now = datetime.now(UTC)
+    engine = create_engine(migrated_database)
+    async with engine.begin() as conn:
+        await conn.execute(
+            aggregate_version.insert().values(
+                consumer_group=PROBE,
+                aggregate_type="Order",
+                aggregate_id="o-1",
+                last_version=1,
+                updated_at=now,
+            )
+        )
+        await conn.execute(
+            parked_event.insert().values(
+                event_id="e-3",
+                consumer_group=PROBE,
+                aggregate_type="Order",
+                aggregate_id="o-1",
+                aggregate_version=3,
+                event_type="OrderCancelled",
+                topic=topic.stream.topic,
+                partition=99,  # not a partition of the topic (any more)
+                offset=7,
+                record_key=b"o-1",
+                record_value=b"{}",
+                record_headers="[]",
+                parked_at=now,
+            )
+        )
+    await engine.dispose()
+
+    ran = await DlqCommand(topic.stream, migrated_database)(
+        "release", "--consumer", PROBE, "--aggregate", "Order:o-1", "--execute"
+    )
+
+    assert ran.code == 2, ran.out + ran.err
+    assert (
+        f"publishing the skip record of version 2 to {topic.stream.topic} partition 99 failed"
+        in ran.err
+    ), ran.err
     assert "Traceback" not in ran.err

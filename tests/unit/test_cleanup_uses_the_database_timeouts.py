@@ -19,6 +19,7 @@ from app.db.timeouts import DbTimeouts
 def test_the_engine_gets_the_settings_timeouts(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    (tmp_path / "clean.db").touch()  # a database to clean: a missing file is refused first
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'clean.db'}")
     monkeypatch.setenv("DB_STATEMENT_TIMEOUT_SECONDS", "0")
     monkeypatch.setenv("DB_CONNECT_TIMEOUT_SECONDS", "7")
