@@ -29,7 +29,7 @@ from schemas.ids import NO_CONTROL_CHARACTERS
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./effectively_once.db"
 DEFAULT_AGGREGATE_TYPE = "ORDER"
 """The ``aggregateType`` of an event that names none, in its value or a header."""
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_DURATION = re.compile(r"^(-?\d+(?:\.\d+)?)([smhd]?)$")
 _KAFKA_NAME = topic_name()
 _SSL_PASSWORD = re.compile(r"[?&]sslpassword=([^&]*)")
 DEDUP_RETENTION_FLOOR = timedelta(hours=1)
@@ -148,6 +148,29 @@ class Settings(BaseSettings, BrokerSecuritySettings):
                 "DB_RESPONSE_TIMEOUT_SECONDS must be longer than DB_STATEMENT_TIMEOUT_SECONDS "
                 "(the server cancels a slow statement and answers; the worker gives up on a "
                 "connection that does not answer)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _backoffs_start_below_their_caps(self) -> Settings:
+        for start, cap in (
+            ("infra_retry_initial_seconds", "infra_retry_max_seconds"),
+            ("relay_backoff_initial_seconds", "relay_backoff_max_seconds"),
+        ):
+            if getattr(self, start) > getattr(self, cap):
+                raise ValueError(
+                    f"{start.upper()} must not be longer than {cap.upper()} (the first wait "
+                    "would be cut to the longest one)"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _relay_stall_outlasts_its_idle_poll(self) -> Settings:
+        if self.relay_stall_seconds <= 2 * self.relay_idle_poll_max_seconds:
+            raise ValueError(
+                "RELAY_STALL_SECONDS must be more than twice RELAY_IDLE_POLL_MAX_SECONDS (an idle "
+                "relay ends a cycle only every RELAY_IDLE_POLL_MAX_SECONDS: /ready would turn red "
+                "between two of them)"
             )
         return self
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -47,6 +47,22 @@ def event(
     return env
 
 
+Headers = Mapping[str, bytes | str] | Iterable[tuple[str, bytes | str]]
+
+
+def as_headers(headers: Headers) -> tuple[tuple[str, bytes], ...]:
+    """``headers`` as a record carries them: ``(name, bytes)`` pairs, in order."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    found = []
+    for name, value in pairs:
+        if isinstance(value, str):
+            value = value.encode()
+        if not isinstance(value, bytes):
+            raise TypeError(f"header {name!r}: give bytes or text, not {type(value).__name__}")
+        found.append((name, value))
+    return tuple(found)
+
+
 class Records:
     """Hands out records with increasing offsets on one partition, as a broker would."""
 
@@ -59,12 +75,14 @@ class Records:
         self,
         value: bytes | None,
         key: bytes | None = None,
-        headers: tuple[tuple[str, bytes], ...] = (),
+        headers: Headers = (),
         topic: str | None = None,
     ) -> RawRecord:
-        """A record carrying exactly ``value`` (on ``topic``, default the harness's)."""
+        """A record carrying exactly ``value`` (on ``topic``, default the harness's);
+        ``headers`` as a mapping or ``(name, value)`` pairs, each value bytes or text
+        (encoded UTF-8), as a producer's client takes them."""
         record = RawRecord(
-            topic or self.topic, self.partition, self.next_offset, key, value, headers
+            topic or self.topic, self.partition, self.next_offset, key, value, as_headers(headers)
         )
         self.next_offset += 1
         return record

@@ -124,7 +124,15 @@ class Harness:
         await self.close()
 
     async def start(self) -> Harness:
-        """Import the modules, migrate the database, add ``tables``."""
+        """Import the modules, migrate the database, add ``tables``; a start that fails leaves
+        nothing behind (the temporary SQLite folder removed)."""
+        try:
+            return await self._start()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _start(self) -> Harness:
         if self._registry is None:
             import_handler_modules(self.modules)
             # As the worker refuses to start: a handler registered from a module outside the

@@ -53,6 +53,7 @@ def runner(tmp_path: Path, broker: Any) -> RelayRunner:
     settings = Settings(
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'never-opened.db'}",
         relay_stall_seconds=STALL,
+        relay_idle_poll_max_seconds=STALL / 3,
         infra_retry_initial_seconds=0.05,
         infra_retry_max_seconds=0.05,
     )

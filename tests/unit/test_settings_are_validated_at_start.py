@@ -11,8 +11,10 @@ tables can store, and refuses
 out-of-range numbers, an unknown unseen-aggregate policy, an unsupported
 database scheme, retry delays that are not positive, finite (7 days at most) and
 increasing, a ``DEDUP_RETENTION`` under an hour (a bare number is seconds: ``30`` meant
-as days would let every redelivery apply again), and an ``ORDER_TOPIC`` or ``APP_ID``
-that is no Kafka topic name, with a ``ValidationError`` at start-up.
+as days would let every redelivery apply again), an ``ORDER_TOPIC`` or ``APP_ID``
+that is no Kafka topic name, a back-off whose first wait is longer than its longest, and a
+``RELAY_STALL_SECONDS`` an idle relay's poll would reach (``/ready`` red between two
+polls), with a ``ValidationError`` at start-up.
 """
 
 from __future__ import annotations
@@ -74,6 +76,37 @@ def test_the_worker_waits_longer_for_an_answer_than_the_server_lets_a_statement_
     assert Settings(db_statement_timeout_seconds=0, db_response_timeout_seconds=5).db_timeouts == (
         DbTimeouts(connect=10.0, statement=0.0, response=5.0)
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        (
+            {"infra_retry_initial_seconds": 60, "infra_retry_max_seconds": 30},
+            "INFRA_RETRY_INITIAL_SECONDS must not be longer than INFRA_RETRY_MAX_SECONDS",
+        ),
+        (
+            {"relay_backoff_initial_seconds": 600},
+            "RELAY_BACKOFF_INITIAL_SECONDS must not be longer than RELAY_BACKOFF_MAX_SECONDS",
+        ),
+        (
+            {"relay_idle_poll_max_seconds": 200},
+            "RELAY_STALL_SECONDS must be more than twice RELAY_IDLE_POLL_MAX_SECONDS",
+        ),
+        ({"relay_stall_seconds": 0.1}, "RELAY_STALL_SECONDS must be more than twice"),
+    ],
+)
+def test_settings_that_contradict_each_other_are_refused(
+    given: dict[str, float], says: str
+) -> None:
+    with pytest.raises(ValidationError, match=says):
+        Settings(**given)
+
+
+@pytest.mark.parametrize("value", ["-1", "-5m"])
+def test_a_negative_duration_is_named_as_negative(value: str) -> None:
+    with pytest.raises(ValidationError, match="must not be negative"):
+        Settings(cleanup_interval=value)
 
 
 def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,10 @@ handler's own ``TimeoutError`` is its failure, routed to the first retry tier, w
 pause. Starting a harness on a package that imports a module registering a handler
 from outside it raises the ``ConfigurationError`` the worker starts with (before, the
 harness left that handler out and the test passed), whether or not the package was
-imported before, and every time.
+imported before, and every time. A start that fails leaves no temporary database folder
+behind. ``feed.raw`` takes headers as a producer's client does (a mapping or pairs, values
+bytes or text) and refuses any other value by its header's name (before, a dict or a
+text value failed deep in the pipeline).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from sqlalchemy.exc import OperationalError
 
 from app.errors import ConfigurationError, InfrastructureError
 from app.testing import Harness, InfrastructurePaused, Kind, event
+from app.testing.feed import Records
 from app.testing.harness import PAUSES_BEFORE_RAISING
 
 _names = count()
@@ -99,3 +103,36 @@ async def test_a_handler_registered_from_outside_the_package_is_refused(
         await Harness(package).start()
     with pytest.raises(ConfigurationError, match=f"'{package}_shared' registers consumer"):
         await Harness(package).start()  # and again: not only at the first import
+
+
+async def test_a_start_that_fails_leaves_no_folder_behind(folder: Path) -> None:
+    package = f"importer{next(_names)}"
+    (folder / f"{package}_shared.py").write_text(SHARED.format(package=package))
+    (folder / f"{package}.py").write_text(IMPORTS_AN_OUTSIDER.format(package=package))
+    harness = Harness(package)
+    made = harness._folder
+    assert made is not None and made.exists()
+
+    with pytest.raises(ConfigurationError):
+        await harness.start()
+
+    assert not made.exists()
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"id": "e-1", "eventType": b"OrderPaid"},
+        [("id", "e-1"), ("eventType", "OrderPaid")],
+        (("id", b"e-1"), ("eventType", b"OrderPaid")),
+    ],
+)
+def test_raw_records_take_headers_as_a_producer_gives_them(headers: object) -> None:
+    record = Records("orders").raw(b"{}", headers=headers)  # type: ignore[arg-type]
+
+    assert record.headers == (("id", b"e-1"), ("eventType", b"OrderPaid"))
+
+
+def test_a_header_value_that_is_neither_bytes_nor_text_is_refused_by_name() -> None:
+    with pytest.raises(TypeError, match="header 'id': give bytes or text, not int"):
+        Records("orders").raw(b"{}", headers={"id": 7})  # type: ignore[dict-item]
