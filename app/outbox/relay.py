@@ -83,6 +83,8 @@ WAIT_LOG_SECONDS = 30.0  # a relay waiting on the broker says so this often
 TOO_LARGE = frozenset({"RecordTooLargeError", "MessageSizeTooLargeError"})
 MISSING_RECHECK_SECONDS = 10.0  # a topic found missing is looked for again this often
 NOT_CREATED = "TOPICS_DECLARE=false: the relay creates no topic"
+# Rows of claims that did not commit remembered as perhaps sent (``Relay._maybe_sent``).
+MAYBE_SENT_KEPT = 10_000
 
 
 class Broker(Protocol):
@@ -224,6 +226,9 @@ class Relay:
         self._held: dict[int, Aggregate] = {}
         self._unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self._floor = Floor()
+        # Rows of this relay's claims that did not commit, whose head may have been sent
+        # meanwhile: its next claim of them looks for their records on the topic first.
+        self._maybe_sent: dict[int, None] = {}
         self.published = 0  # rows this relay marked PUBLISHED
         # When the last claim-publish-settle cycle ended (monotonic), empty ones included.
         self.last_cycle_at = time.monotonic()
@@ -382,6 +387,10 @@ class Relay:
             await tx.aclose()
             return None
         self._held.update((row["id"], (row["aggregate_type"], row["aggregate_id"])) for row in rows)
+        for row in rows:
+            if row["id"] in self._maybe_sent:  # sent by a claim of ours that did not commit?
+                del self._maybe_sent[row["id"]]
+                row["recovered"] = True
         lease = Lease(
             self.sessions,
             self.owner,
@@ -411,10 +420,14 @@ class Relay:
                 await mark_processing(session, self.owner, rows, self.clock(), until)
         except Exception as exc:
             lease.lost.update(row["id"] for row in rows)
+            self._maybe_sent.update(dict.fromkeys(row["id"] for row in rows))
+            while len(self._maybe_sent) > MAYBE_SENT_KEPT:  # another relay took the oldest
+                del self._maybe_sent[next(iter(self._maybe_sent))]
             log.warning(
                 "the claim of %d outbox row(s) did not commit (%s): this relay sends none of "
-                "them that it has not sent already; those it has go out again with the next "
-                "claim (at least once, consumers dedup)",
+                "them that it has not sent already; its next claim of those it has looks for "
+                "them on the topic first (another relay's sends them again: at least once, "
+                "consumers dedup)",
                 len(rows),
                 _describe(exc),
             )
