@@ -14,16 +14,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, and_, inspect, select, tuple_, update
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.engine import create_engine
 from app.db.tables import aggregate_version, consumed_event, failed_event
+from app.db.urls import missing_sqlite_file
 from app.db.urls import shown as shown_url
 from dlq import unpublished
 from dlq.dead import DeadLetter, FailureKey, FailureState
@@ -129,12 +128,9 @@ class FailureStore:
 @asynccontextmanager
 async def failure_store(database_url: str) -> AsyncIterator[FailureStore]:
     """A ``FailureStore`` on ``database_url``, once it answered and holds ``failed_event``."""
-    url = make_url(database_url)
     shown = shown_url(database_url)
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        # aiosqlite would create a missing file: an empty database that only confuses.
-        if not await asyncio.to_thread(Path(url.database).exists):
-            raise DatabaseUnreachable(f"cannot reach the database at {shown}: no such file")
+    if missing_sqlite_file(database_url):  # aiosqlite would create it: an empty database
+        raise DatabaseUnreachable(f"cannot reach the database at {shown}: no such file")
     engine = create_engine(database_url, pool_size=1)
     try:
         await _check(engine, shown)
