@@ -4,9 +4,10 @@ One cycle (``run_once``):
 
 1. claim up to ``batch_size`` rows in one transaction (``claim``: per aggregate a
    chain of its earliest unpublished rows, ``PROCESSING`` under this relay's lease);
-   the rows are locked first, and the first wave (each chain's head) goes out while
-   the transaction marks them and commits (a claim that fails to commit sends
-   nothing more);
+   the rows are locked first, and the transaction marks them and commits in the
+   background; nothing of the claim goes out before that commit (a claim that fails
+   to commit sends nothing: no other relay's claim of its rows can meet a copy of
+   ours on the topic);
 2. publish them in *waves*: wave ``k`` holds the ``k``-th row of every chain, and
    is sent only once every row of wave ``k - 1`` was acknowledged (``acks=all``), so
    an aggregate's row never reaches the broker before the row ahead of it did;
@@ -83,8 +84,6 @@ WAIT_LOG_SECONDS = 30.0  # a relay waiting on the broker says so this often
 TOO_LARGE = frozenset({"RecordTooLargeError", "MessageSizeTooLargeError"})
 MISSING_RECHECK_SECONDS = 10.0  # a topic found missing is looked for again this often
 NOT_CREATED = "TOPICS_DECLARE=false: the relay creates no topic"
-# Rows of claims that did not commit remembered as perhaps sent (``Relay._maybe_sent``).
-MAYBE_SENT_KEPT = 10_000
 
 
 class Broker(Protocol):
@@ -141,7 +140,7 @@ class _Cycle:
     rows: list[dict[str, Any]]
     lease: Lease | None = None
     keeper: asyncio.Future[None] | None = None
-    # The claim's commit (its rows PROCESSING), under way while the first wave is sent.
+    # The claim's commit (its rows PROCESSING), under way while a cycle ahead publishes.
     marking: asyncio.Future[None] | None = None
     published: list[dict[str, Any]] = field(default_factory=list)
     failed: list[settle.Failed] = field(default_factory=list)
@@ -226,9 +225,6 @@ class Relay:
         self._held: dict[int, Aggregate] = {}
         self._unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self._floor = Floor()
-        # Rows of this relay's claims that did not commit, whose head may have been sent
-        # meanwhile: its next claim of them looks for their records on the topic first.
-        self._maybe_sent: dict[int, None] = {}
         self.published = 0  # rows this relay marked PUBLISHED
         # When the last claim-publish-settle cycle ended (monotonic), empty ones included.
         self.last_cycle_at = time.monotonic()
@@ -371,9 +367,11 @@ class Relay:
         now until ``_end`` settles them.
 
         The claim's rows are locked in its transaction, and their marking as
-        ``PROCESSING`` commits in the background (``_mark``) while the cycle starts
-        sending: until it does, the locks keep every other claim from them and from their
-        aggregates' later rows, as the committed lease does after. ``_end`` waits for it."""
+        ``PROCESSING`` commits in the background (``_mark``): a claim made ahead returns
+        as soon as its rows are locked, and commits while the cycle in hand publishes.
+        Until it commits, the locks keep every other claim from its rows and from their
+        aggregates' later rows, as the committed lease does after; the cycle sends
+        nothing before then (``_publish_cycle``), and ``_end`` waits for it too."""
         if self.stopping:
             return None
         taken = time.monotonic()
@@ -387,10 +385,6 @@ class Relay:
             await tx.aclose()
             return None
         self._held.update((row["id"], (row["aggregate_type"], row["aggregate_id"])) for row in rows)
-        for row in rows:
-            if row["id"] in self._maybe_sent:  # sent by a claim of ours that did not commit?
-                del self._maybe_sent[row["id"]]
-                row["recovered"] = True
         lease = Lease(
             self.sessions,
             self.owner,
@@ -412,22 +406,17 @@ class Relay:
         until: datetime,
         lease: Lease,
     ) -> None:
-        """Mark the claim's locked rows ``PROCESSING`` and commit. If that fails, nothing
-        more of the claim is sent (the rows are unlocked, perhaps never marked: another
-        claim may take them), and the settlement writes only what this relay holds."""
+        """Mark the claim's locked rows ``PROCESSING`` and commit. If that fails, nothing of
+        the claim is sent (the rows are unlocked, perhaps never marked: another claim may
+        take them), and the settlement writes only what this relay holds."""
         try:
             async with tx:
                 await mark_processing(session, self.owner, rows, self.clock(), until)
         except Exception as exc:
             lease.lost.update(row["id"] for row in rows)
-            self._maybe_sent.update(dict.fromkeys(row["id"] for row in rows))
-            while len(self._maybe_sent) > MAYBE_SENT_KEPT:  # another relay took the oldest
-                del self._maybe_sent[next(iter(self._maybe_sent))]
             log.warning(
-                "the claim of %d outbox row(s) did not commit (%s): this relay sends none of "
-                "them that it has not sent already; its next claim of those it has looks for "
-                "them on the topic first (another relay's sends them again: at least once, "
-                "consumers dedup)",
+                "the claim of %d outbox row(s) did not commit (%s): none of them was sent, "
+                "and they are claimed again",
                 len(rows),
                 _describe(exc),
             )
@@ -435,13 +424,14 @@ class Relay:
     async def _publish_cycle(self, cycle: _Cycle) -> None:
         """Publish ``cycle`` wave by wave; settle it at once if this fails or is cancelled.
 
-        Only the first wave (each chain's head) goes out before the claim has committed:
-        the second waits for it, so that no row is sent behind one of its aggregate
-        while the claim's hold on them is not yet sure."""
+        Nothing goes out before the claim has committed: a record sent while the claim's
+        hold on its row is not yet durable would, were the commit lost (the database
+        crashed, the connection cut), leave the row ``PENDING`` with its record on the
+        topic, and the next relay to claim it would send it again, unaware."""
         try:
-            for index, wave in enumerate(cycle.waves()):
-                if index == 1 and cycle.marking is not None:
-                    await asyncio.wait([cycle.marking])
+            if cycle.marking is not None:
+                await asyncio.wait([cycle.marking])
+            for wave in cycle.waves():
                 if self.stopping and self._grace_over():
                     break
                 await self._publish(self._still_held(wave, cycle), cycle)
