@@ -52,7 +52,8 @@ class PartitionSource(Protocol):
 
 class Progress:
     """Batches in flight, the next offset to process per partition, and when a batch last
-    completed (``/ready`` fails when none has for too long while records wait)."""
+    completed (``/ready`` fails when none has for too long while records wait:
+    ``stalled_for``)."""
 
     def __init__(
         self,
@@ -65,6 +66,9 @@ class Progress:
         self._in_flight: dict[int, float] = {}  # batch token -> when its oldest record was due (s)
         self._tokens = 0
         self._last_done = monotonic()  # the start counts: nothing was due before it
+        # The last moment the worker was seen not stalled: the start, a batch started or
+        # completed, or ``records_waiting`` finding nothing waiting. A stall counts from it.
+        self._not_stalled_at = self._last_done
         self._completed = False  # a batch completed since the start
         self._waiting: dict[str, int] = {}  # topic -> batches waiting for their due time
 
@@ -85,12 +89,13 @@ class Progress:
         for record in records:
             self._next.setdefault((record.topic, record.partition), record.offset)
         started = time.monotonic()
+        self._not_stalled_at = self._monotonic()
         try:
             with batch_scope():
                 outcomes = await process(records)
         finally:
             self._in_flight.pop(token, None)
-        self._last_done = self._monotonic()
+        self._last_done = self._not_stalled_at = self._monotonic()
         self._completed = True
         # A partition's records come in offset order: its last one in the batch is its newest.
         newest = {(record.topic, record.partition): record.offset for record in records}
@@ -127,6 +132,13 @@ class Progress:
         """Seconds since a batch last completed (or since the start, before the first)."""
         return self._monotonic() - self._last_done
 
+    def stalled_for(self) -> float:
+        """Seconds records may have waited without a batch completing: since a batch last
+        started or completed, or ``records_waiting`` last found nothing waiting, whichever
+        was last. After a quiet spell the first records are no stall: their batch starts
+        the count, and so does the check that last saw nothing waiting."""
+        return self._monotonic() - self._not_stalled_at
+
     @property
     def completed_any(self) -> bool:
         """Whether a batch completed since the start (``since_last_batch`` counts from the
@@ -134,8 +146,12 @@ class Progress:
         return self._completed
 
     def records_waiting(self, lag: dict[TopicPartition, int]) -> int:
-        """Records behind in ``lag``, but for topics whose batch waits for a due time."""
-        return sum(behind for (topic, _), behind in lag.items() if not self._waiting.get(topic))
+        """Records behind in ``lag``, but for topics whose batch waits for a due time. None
+        waiting: noted as a moment the worker was not stalled (``stalled_for``)."""
+        waiting = sum(behind for (topic, _), behind in lag.items() if not self._waiting.get(topic))
+        if not waiting:
+            self._not_stalled_at = self._monotonic()
+        return waiting
 
     def oldest_unprocessed_age(self) -> float:
         """Seconds since the oldest record in flight was produced (0: nothing in flight)."""

@@ -156,26 +156,28 @@ def partitions(assigned: int | None, settled: bool = False) -> Check:
     return Check("partitions", True, f"{assigned} assigned")
 
 
-def progress(waiting: int | None, idle: float, limit: float, completed_any: bool) -> Check:
-    """Batches complete: not ``idle`` for more than ``limit`` seconds while ``waiting`` records
-    wait (``None``: lag unknown, nothing to judge by). ``completed_any``: a batch completed
-    since the start; until one did, ``idle`` counts from the start, and the detail says so
-    (there is no last batch to give the age of)."""
+def progress(
+    waiting: int | None, stalled: float, since_last: float, limit: float, completed_any: bool
+) -> Check:
+    """Batches complete: records do not wait more than ``limit`` seconds without one
+    completing (``stalled``: ``Progress.stalled_for``; ``waiting`` ``None``: lag unknown,
+    nothing to judge by). ``since_last``: seconds since the last batch completed, or since
+    the start until one did (``completed_any``), and the detail says which."""
     if waiting is None:
         return Check("progress", True, "lag unknown")
-    stalled = bool(waiting) and idle > limit
+    is_stalled = bool(waiting) and stalled > limit
     if not completed_any:
-        since = f"no batch yet in the {idle:.0f}s since the start"
+        since = f"no batch yet in the {since_last:.0f}s since the start"
         detail = (
             f"{since} while {waiting} record(s) wait"
-            if stalled
+            if is_stalled
             else f"{since}, {waiting} record(s) waiting"
         )
-    elif stalled:
-        detail = f"no batch completed for {idle:.0f}s while {waiting} record(s) wait"
+    elif is_stalled:
+        detail = f"no batch completed for {stalled:.0f}s while {waiting} record(s) wait"
     else:
-        detail = f"last batch {idle:.0f}s ago, {waiting} record(s) waiting"
-    return Check("progress", not stalled, detail)
+        detail = f"last batch {since_last:.0f}s ago, {waiting} record(s) waiting"
+    return Check("progress", not is_stalled, detail)
 
 
 def _describe(exc: BaseException) -> str:

@@ -137,6 +137,7 @@ def add_observability(
             )
             stalled = readiness.progress(
                 waiting,
+                progress.stalled_for(),
                 progress.since_last_batch(),
                 settings.ready_stall_seconds,
                 progress.completed_any,

@@ -1,18 +1,21 @@
 """``/ready`` fails when no batch has completed for ``READY_STALL_SECONDS`` while records wait.
 
 Contract: the progress check passes while batches complete, or while nothing
-waits (an idle topic is no stall), and fails once no batch has completed for
-longer than the limit while the lag counts records waiting; the time counts
-from the worker's start until the first batch, and until then the check says
-that no batch has run yet, and for how long since the start (no made-up age of
-a last batch). A batch that raised does not count as completed. Lag on a topic
-whose batch is sleeping until its retry records are due is a wait intended, and
-does not count as records waiting.
+waits (an idle topic is no stall), and fails once records have waited longer than
+the limit without a batch completing while the lag counts records waiting; the
+time counts from the last moment the worker was seen not stalled: its start, a
+batch that started or completed, or a check that found nothing waiting (so the
+first records after a quiet spell longer than the limit are no stall). Until the
+first batch the check says that no batch has run yet, and for how long since the
+start (no made-up age of a last batch). A batch that raised does not count as
+completed. Lag on a topic whose batch is sleeping until its retry records are due is
+a wait intended, and does not count as records waiting.
 Lag that cannot be read leaves the check passing (nothing to judge by).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import pytest
@@ -49,7 +52,9 @@ async def broken(records: Sequence[RawRecord]) -> list[Outcome]:
 
 def check(progress: Progress, lag: dict[tuple[str, int], int] | None) -> readiness.Check:
     waiting = None if lag is None else progress.records_waiting(lag)
-    return readiness.progress(waiting, progress.since_last_batch(), LIMIT, progress.completed_any)
+    return readiness.progress(
+        waiting, progress.stalled_for(), progress.since_last_batch(), LIMIT, progress.completed_any
+    )
 
 
 def test_records_waiting_with_no_batch_since_the_start_for_too_long_is_a_stall() -> None:
@@ -85,13 +90,55 @@ async def test_before_the_first_batch_the_check_says_none_has_run_since_the_star
     quiet = check(progress, {("orders", 0): 0})
     assert quiet.ok
     assert quiet.detail == "no batch yet in the 24s since the start, 0 record(s) waiting"
-    clock.now += LIMIT
+    clock.now += LIMIT + 1  # counted from the check that found nothing waiting
     stalled = check(progress, {("orders", 0): 5})
-    assert stalled.detail == "no batch yet in the 84s since the start while 5 record(s) wait"
+    assert stalled.detail == "no batch yet in the 85s since the start while 5 record(s) wait"
 
     await progress.run(nothing, [record()])
     clock.now += 3
     assert check(progress, {("orders", 0): 0}).detail == "last batch 3s ago, 0 record(s) waiting"
+
+
+async def test_the_first_records_after_a_quiet_spell_are_no_stall() -> None:
+    clock = Clock()
+    progress = Progress(monotonic=clock)
+    await progress.run(nothing, [record()])
+    for _ in range(5):  # probed every 30 s, nothing waiting, no batch for 150 s
+        clock.now += 30
+        assert check(progress, {("orders", 0): 0}).ok
+
+    clock.now += 2  # records arrived; their batch has not completed yet
+    fresh = check(progress, {("orders", 0): 5})
+    assert fresh.ok, fresh.detail
+    assert fresh.detail == "last batch 152s ago, 5 record(s) waiting"
+    clock.now += LIMIT - 3  # counted from the last check that found nothing waiting
+    assert check(progress, {("orders", 0): 5}).ok
+    clock.now += 2
+    stalled = check(progress, {("orders", 0): 5})
+    assert not stalled.ok
+    assert stalled.detail == "no batch completed for 61s while 5 record(s) wait"
+
+
+async def test_a_batch_that_hangs_counts_from_its_start() -> None:
+    clock = Clock()
+    progress = Progress(monotonic=clock)
+    await progress.run(nothing, [record()])
+    clock.now += 10 * LIMIT  # quiet, and nobody asked
+    hold = asyncio.Event()
+
+    async def hangs(records: Sequence[RawRecord]) -> list[Outcome]:
+        await hold.wait()
+        return []
+
+    batch = asyncio.ensure_future(progress.run(hangs, [record()]))
+    await asyncio.sleep(0)  # the batch starts
+    clock.now += 1
+    assert check(progress, {("orders", 0): 1}).ok
+    clock.now += LIMIT
+    assert not check(progress, {("orders", 0): 1}).ok
+    hold.set()
+    await batch
+    assert check(progress, {("orders", 0): 1}).ok
 
 
 async def test_a_batch_that_raised_is_not_progress() -> None:
@@ -101,7 +148,9 @@ async def test_a_batch_that_raised_is_not_progress() -> None:
 
     with pytest.raises(RuntimeError):
         await progress.run(broken, [record()])
+    clock.now += LIMIT + 1  # counted from when it started
 
+    assert not progress.completed_any
     assert not check(progress, {("orders", 0): 1}).ok
 
 
@@ -122,6 +171,9 @@ def test_a_retry_tier_sleeping_until_its_records_are_due_is_no_stall() -> None:
 
     with progress.waiting_until_due("orders.retry.5m"):
         assert check(progress, lag).ok
+        clock.now += 10 * LIMIT
+        assert check(progress, lag).ok
+    clock.now += LIMIT + 1  # due, and no batch ran: its lag counts
     assert not check(progress, lag).ok
 
 
