@@ -126,7 +126,6 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
         prefilter=prefilter,
         escalate_after=settings.escalate_after_attempts,
     )
-    await open_ahead(processor)
     log.info(
         "consumers: %s; Redis prefilter %s",
         ", ".join(registry.consumers),
@@ -142,6 +141,9 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
             "RELAY_ENABLED=false: this worker's outbox rows (retry and DLT records, emitted "
             "events) wait for a relay of their own (python -m app relay)"
         )
+    # After the relay started: a database slow to answer delays the first batch's
+    # connections, never the relay's rows.
+    await open_ahead(processor)
     cleaner = None
     if settings.cleanup_interval.total_seconds() > 0:
         cleaner = asyncio.ensure_future(
