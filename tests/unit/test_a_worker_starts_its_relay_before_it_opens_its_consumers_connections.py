@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
+from app.handler_modules import import_handler_modules
+from app.registry import default_registry
 from app.runtime import services
 from app.settings import Settings
+from app.testing.harness import registry_of
 
 
 class FakeRelay:
@@ -57,7 +60,10 @@ async def test_the_relay_runs_before_the_connections_are_opened_ahead(
         redis_url=None,
         cleanup_interval="0s",
     )
-    started = await services.start_services(settings, services.import_handlers(settings))
+    import_handler_modules(settings.handler_module_names)
+    # Only the example's handlers: other tests' modules register in the same registry.
+    registry = registry_of(default_registry, settings.handler_module_names)
+    started = await services.start_services(settings, registry)
     try:
         assert seen == [True]
     finally:
