@@ -14,7 +14,9 @@ The order inside the transaction matters:
    batch). Should one have been all the same (an eventId a producer reused for
    another aggregate), its dedup record's insert fails and the batch runs again
    with every id looked up, as after any conflict,
-3. read the parked events of the batch's aggregates (so a gap can close),
+3. read the parked events of the batch's aggregates (so a gap can close): step 2's
+   statement names the aggregates that have any, nearly always none, and only theirs
+   are read,
 4. walk the events in arrival order: duplicate, stale, park, or apply and drain
    the parked successors (in FAST mode the walk only plans: the handlers then
    run wave by wave, see ``apply.Mode``),
@@ -89,10 +91,12 @@ class ConsumerBatch:
         found = await store.seen_event_ids(
             [e.event_id for e in events],
             self._maybe_applied(events) if self.trust_versions else None,
+            parked_of=gated,
         )
         self._open_failures = found.open_failures
         seen = found.consumed | found.parked
-        self._parked_db = await store.parked_for(gated)
+        holding = [agg for agg in gated if agg in found.holding]
+        self._parked_db = await store.parked_for(holding) if holding else {}
         for item in events:
             if item.event_id in seen:
                 self._out(Duplicate, item)

@@ -46,7 +46,7 @@ async def _reads(sessions: async_sessionmaker[AsyncSession], consumer: str) -> N
         try:
             store = ConsumerStore(session, consumer)
             await store.read_versions([PROBE_AGGREGATE])
-            await store.seen_event_ids([PROBE_EVENT_ID])
+            await store.seen_event_ids([PROBE_EVENT_ID], parked_of=[PROBE_AGGREGATE])
             await store.parked_for([PROBE_AGGREGATE])
         finally:
             await transaction.rollback()

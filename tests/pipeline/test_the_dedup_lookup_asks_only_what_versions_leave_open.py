@@ -47,10 +47,13 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[set[str] | None]:
     original = ConsumerStore.seen_event_ids
 
     async def spy(
-        self: ConsumerStore, event_ids: Sequence[str], applied_asked: Collection[str] | None = None
+        self: ConsumerStore,
+        event_ids: Sequence[str],
+        applied_asked: Collection[str] | None = None,
+        **more: Any,
     ) -> Seen:
         calls.append(None if applied_asked is None else set(applied_asked))
-        return await original(self, event_ids, applied_asked)
+        return await original(self, event_ids, applied_asked, **more)
 
     monkeypatch.setattr(ConsumerStore, "seen_event_ids", spy)
     return calls
