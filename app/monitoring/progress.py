@@ -145,6 +145,11 @@ class Progress:
         start until one did)."""
         return self._completed
 
+    def unassigned(self) -> None:
+        """No partition is this worker's now (a spare replica): nothing can wait for it, so
+        a backlog assigned later counts from then, not from its last batch."""
+        self._not_stalled_at = self._monotonic()
+
     def records_waiting(self, lag: dict[TopicPartition, int]) -> int:
         """Records behind in ``lag``, but for topics whose batch waits for a due time. None
         waiting: noted as a moment the worker was not stalled (``stalled_for``)."""

@@ -174,7 +174,10 @@ def progress(
             else f"{since}, {waiting} record(s) waiting"
         )
     elif is_stalled:
-        detail = f"no batch completed for {stalled:.0f}s while {waiting} record(s) wait"
+        detail = (
+            f"no batch completed for {since_last:.0f}s while {waiting} record(s) wait "
+            f"({stalled:.0f}s since a batch started or nothing waited)"
+        )
     else:
         detail = f"last batch {since_last:.0f}s ago, {waiting} record(s) waiting"
     return Check("progress", not is_stalled, detail)

@@ -23,9 +23,9 @@ transaction of five steps:
    their own moment, so a row that went from ``PENDING`` to ``PROCESSING`` between
    two of them was seen by neither (``lock_claimable`` ends here);
 5. *mark*: the rest ``PROCESSING`` with this relay's lease, and commit
-   (``mark_processing``). The relay sends each chain's head while this commits:
-   until then the rows' locks keep every other claim from them, as the lease does
-   after.
+   (``mark_processing``). The relay commits this in the background and sends
+   nothing of the claim before it has committed: until then the rows' locks keep
+   every other claim from them, as the lease does after.
 
 A row skipped in step 2 (locked by another claim) or changed since step 1 (claimed
 and committed by another relay) cuts its chain there: the rows after it are not

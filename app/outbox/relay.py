@@ -412,8 +412,11 @@ class Relay:
         try:
             async with tx:
                 await mark_processing(session, self.owner, rows, self.clock(), until)
-        except Exception as exc:
+        except BaseException as exc:
+            # Cancelled too: the transaction rolled back, and nothing of it may go out.
             lease.lost.update(row["id"] for row in rows)
+            if not isinstance(exc, Exception):
+                raise
             log.warning(
                 "the claim of %d outbox row(s) did not commit (%s): none of them was sent, "
                 "and they are claimed again",

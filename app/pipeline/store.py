@@ -276,11 +276,14 @@ class ConsumerStore:
         always none, and the batch is a statement shorter."""
         seen = Seen(set(), set(), {}, set())
         f = failed_event
-        holding = [self._holding(kind, ids) for kind, ids in _by_type(parked_of, self.list_size)]
-        for ids in in_lists(event_ids, self.list_size) or [[]]:
+        holding = self._holding(parked_of)
+        chunks = in_lists(event_ids, self.list_size)
+        # Each list of ids with one list's worth of aggregates at most: a statement's
+        # parameters stay within a few lists, however many the batch has of either.
+        for index in range(max(len(chunks), len(holding))):
+            ids = chunks[index] if index < len(chunks) else []
             asked = ids if applied_asked is None else [i for i in ids if i in applied_asked]
-            parts = [*holding]
-            holding = []  # asked once, with the first list of ids
+            parts = [*(holding[index] if index < len(holding) else [])]
             if asked:
                 parts.append(
                     select(consumed_event.c.event_id, literal(_CONSUMED), *_NO_KEY).where(
@@ -304,8 +307,6 @@ class ConsumerStore:
                         f.c.status.in_(OPEN),
                     )
                 )
-            if not parts:
-                continue
             for event_id, kind, topic, partition, offset in await self.session.execute(
                 union_all(*parts)
             ):
@@ -320,18 +321,27 @@ class ConsumerStore:
                     seen.open_failures.setdefault(event_id, []).append(key)
         return seen
 
-    def _holding(self, agg_type: str, ids: Sequence[str]) -> Select[Any]:
-        """The part of the lookup naming which of ``agg_type``'s ``ids`` have parked events."""
+    def _holding(self, aggregates: Sequence[Aggregate]) -> list[list[Select[Any]]]:
+        """The parts of the lookup naming which of ``aggregates`` have parked events: a part
+        per aggregate type, packed into groups of one list's worth of aggregates."""
         t = parked_event
-        return (
-            select(t.c.aggregate_id, literal(_HOLDS), t.c.aggregate_type, *_NO_KEY[1:])
-            .where(
-                t.c.consumer_group == self.consumer,
-                t.c.aggregate_type == agg_type,
-                one_of(self.dialect, t.c.aggregate_id, ids),
+        groups: list[list[Select[Any]]] = []
+        room = 0
+        for agg_type, ids in _by_type(aggregates, self.list_size):
+            if not groups or len(ids) > room:
+                groups.append([])
+                room = self.list_size
+            room -= len(ids)
+            groups[-1].append(
+                select(t.c.aggregate_id, literal(_HOLDS), t.c.aggregate_type, *_NO_KEY[1:])
+                .where(
+                    t.c.consumer_group == self.consumer,
+                    t.c.aggregate_type == agg_type,
+                    one_of(self.dialect, t.c.aggregate_id, ids),
+                )
+                .distinct()
             )
-            .distinct()
-        )
+        return groups
 
     async def parked_for(
         self, aggregates: Sequence[Aggregate]

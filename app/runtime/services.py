@@ -142,8 +142,14 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
             "events) wait for a relay of their own (python -m app relay)"
         )
     # After the relay started: a database slow to answer delays the first batch's
-    # connections, never the relay's rows.
-    await open_ahead(processor)
+    # connections, never the relay's rows. A start cancelled meanwhile (SIGTERM) stops
+    # the relay it started: nobody else holds it yet.
+    try:
+        await open_ahead(processor)
+    except BaseException:
+        if relay is not None:
+            await relay.stop()
+        raise
     cleaner = None
     if settings.cleanup_interval.total_seconds() > 0:
         cleaner = asyncio.ensure_future(

@@ -120,6 +120,7 @@ def add_observability(
 
     async def records_waiting() -> int | None:
         if not _assigned(partitions):
+            progress.unassigned()
             return None
         try:
             lag = await asyncio.wait_for(progress.lag(partitions), LAG_TIMEOUT_SECONDS)

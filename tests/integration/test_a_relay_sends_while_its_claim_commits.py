@@ -232,3 +232,33 @@ async def test_a_claim_that_does_not_commit_sends_nothing_and_its_rows_go_out_on
     finally:
         await relay.engine.dispose()
     assert broker.searched == set()
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "mariadb"])
+async def test_a_claim_whose_commit_was_cancelled_sends_nothing(
+    migrated_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pairs = [("a1", "a"), ("b1", "b")]
+    await write(migrated_database, events(*pairs), per_transaction=len(pairs))
+    broker = GatedBroker(wave=2)
+    broker.acks.set()
+    relay = WatchedRelay(migrated_database, broker, commit=None)
+    marking = asyncio.Event()
+
+    async def never_ends(*args: Any) -> None:
+        marking.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(relay_module, "mark_processing", never_ends)
+    try:
+        cycle = await asyncio.wait_for(relay._claimed(), WITHIN)
+        assert cycle is not None and cycle.marking is not None
+        await asyncio.wait_for(marking.wait(), WITHIN)
+        cycle.marking.cancel()  # the transaction rolls back: the rows were never marked
+        await asyncio.wait_for(relay._publish_cycle(cycle), WITHIN)
+        await asyncio.wait_for(relay._end(cycle), WITHIN)
+    finally:
+        await relay.engine.dispose()
+
+    assert broker.sent == []
+    assert await statuses(migrated_database) == {e: ("PENDING", 0) for e, _ in pairs}

@@ -78,3 +78,34 @@ async def test_only_aggregates_with_parked_events_have_them_read(
         ("c1", Kind.APPLIED),
     ]
     assert sorted(await db.effects("points")) == ["a1", "a2", "b1", "b2", "c1"]
+
+
+async def test_aggregates_of_many_types_beyond_one_list_are_all_asked(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    parked_reads: list[Any],
+) -> None:
+    register(registry)
+    # Three types of 300 aggregates: more aggregates than one list of ids holds, and more
+    # lists of them than of the batch's eventIds.
+    aggregates = [(kind, f"{kind}-{n}") for kind in ("Cart", "Order", "Refund") for n in range(300)]
+
+    def events(version: int) -> list[Any]:
+        return [
+            records.event(f"{agg_id}-v{version}", aggregate_id=agg_id, version=version,
+                          aggregateType=kind)
+            for kind, agg_id in aggregates
+        ]  # fmt: skip
+
+    parked = await process_bounded(make_processor(), events(2))
+    assert {kind for _, kind in kinds(parked)} == {Kind.PARKED}
+    assert parked_reads == []
+
+    outcomes = await process_bounded(make_processor(), events(1))
+
+    assert parked_reads == [sorted(aggregates)]
+    assert len(outcomes) == 2 * len(aggregates)
+    assert {kind for _, kind in kinds(outcomes)} == {Kind.APPLIED}
+    assert len(await db.effects("points")) == 2 * len(aggregates)

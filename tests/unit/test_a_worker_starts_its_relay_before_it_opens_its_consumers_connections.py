@@ -3,11 +3,13 @@
 Contract (``app.runtime.services.start_services``): opening the consumers' connections
 ahead of the first batch (``open_ahead``) may wait up to ``OPEN_AHEAD_SECONDS`` for a
 database slow to answer; the in-worker relay is started before that wait, so its rows
-never wait for it.
+never wait for it. A start cancelled during that wait (SIGTERM) stops the relay it
+started, which nothing else holds yet.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from app.testing.harness import registry_of
 class FakeRelay:
     def __init__(self, settings: Settings, **_: Any) -> None:
         self.started = False
+        self.stopped = False
 
     async def declare(self, topics: Collection[str]) -> None:
         return None
@@ -35,24 +38,23 @@ class FakeRelay:
         return None
 
     async def stop(self) -> None:
-        return None
+        self.stopped = True
 
 
-async def test_the_relay_runs_before_the_connections_are_opened_ahead(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    relays: list[FakeRelay] = []
-    seen: list[bool] = []
+@pytest.fixture
+def relays(monkeypatch: pytest.MonkeyPatch) -> list[FakeRelay]:
+    """The relays the start builds (``RELAY_ENABLED``), kept."""
+    built: list[FakeRelay] = []
 
     def relay_of(settings: Settings, **kwargs: Any) -> FakeRelay:
-        relays.append(FakeRelay(settings, **kwargs))
-        return relays[-1]
-
-    async def open_ahead(processor: Any) -> None:
-        seen.append(relays[0].started)
+        built.append(FakeRelay(settings, **kwargs))
+        return built[-1]
 
     monkeypatch.setattr(services, "RelayRunner", relay_of)
-    monkeypatch.setattr(services, "open_ahead", open_ahead)
+    return built
+
+
+async def start(tmp_path: Path) -> services.Services:
     settings = Settings(
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'worker.db'}",
         handler_modules="handlers",
@@ -63,8 +65,33 @@ async def test_the_relay_runs_before_the_connections_are_opened_ahead(
     import_handler_modules(settings.handler_module_names)
     # Only the example's handlers: other tests' modules register in the same registry.
     registry = registry_of(default_registry, settings.handler_module_names)
-    started = await services.start_services(settings, registry)
+    return await services.start_services(settings, registry)
+
+
+async def test_the_relay_runs_before_the_connections_are_opened_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relays: list[FakeRelay]
+) -> None:
+    seen: list[bool] = []
+
+    async def open_ahead(processor: Any) -> None:
+        seen.append(relays[0].started)
+
+    monkeypatch.setattr(services, "open_ahead", open_ahead)
+    started = await start(tmp_path)
     try:
         assert seen == [True]
     finally:
         await started.close()
+
+
+async def test_a_start_cancelled_while_it_opens_them_stops_its_relay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relays: list[FakeRelay]
+) -> None:
+    async def open_ahead(processor: Any) -> None:
+        raise asyncio.CancelledError  # SIGTERM while the database is slow to answer
+
+    monkeypatch.setattr(services, "open_ahead", open_ahead)
+    with pytest.raises(asyncio.CancelledError):
+        await start(tmp_path)
+
+    assert [(relay.started, relay.stopped) for relay in relays] == [(True, True)]

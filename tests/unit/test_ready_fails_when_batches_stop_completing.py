@@ -4,9 +4,9 @@ Contract: the progress check passes while batches complete, or while nothing
 waits (an idle topic is no stall), and fails once records have waited longer than
 the limit without a batch completing while the lag counts records waiting; the
 time counts from the last moment the worker was seen not stalled: its start, a
-batch that started or completed, or a check that found nothing waiting (so the
-first records after a quiet spell longer than the limit are no stall). Until the
-first batch the check says that no batch has run yet, and for how long since the
+batch that started or completed, a check that found nothing waiting or no partition
+assigned (so the first records after a quiet spell longer than the limit, or a
+spare's first backlog, are no stall). Until the first batch the check says that no batch has run yet, and for how long since the
 start (no made-up age of a last batch). A batch that raised does not count as
 completed. Lag on a topic whose batch is sleeping until its retry records are due is
 a wait intended, and does not count as records waiting.
@@ -116,7 +116,23 @@ async def test_the_first_records_after_a_quiet_spell_are_no_stall() -> None:
     clock.now += 2
     stalled = check(progress, {("orders", 0): 5})
     assert not stalled.ok
-    assert stalled.detail == "no batch completed for 61s while 5 record(s) wait"
+    assert stalled.detail == (
+        "no batch completed for 211s while 5 record(s) wait "
+        "(61s since a batch started or nothing waited)"
+    )
+
+
+def test_a_spare_given_a_backlog_counts_from_when_it_had_no_partitions() -> None:
+    clock = Clock()
+    progress = Progress(monotonic=clock)
+    for _ in range(20):  # a spare replica, asked every 30 s: no partitions, no batch
+        clock.now += 30
+        progress.unassigned()
+
+    clock.now += 5  # another replica died: its partitions and their backlog are here
+    assert check(progress, {("orders", 0): 500}).ok
+    clock.now += LIMIT
+    assert not check(progress, {("orders", 0): 500}).ok
 
 
 async def test_a_batch_that_hangs_counts_from_its_start() -> None:
