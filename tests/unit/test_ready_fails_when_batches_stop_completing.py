@@ -1,15 +1,15 @@
 """``/ready`` fails when no batch has completed for ``READY_STALL_SECONDS`` while records wait.
 
-Contract: the progress check passes while batches complete, or while nothing
-waits (an idle topic is no stall), and fails once records have waited longer than
-the limit without a batch completing while the lag counts records waiting; the
-time counts from the last moment the worker was seen not stalled: its start, a
-batch that started or completed, a check that found nothing waiting or no partition
-assigned (so the first records after a quiet spell longer than the limit, or a
-spare's first backlog, are no stall). Until the first batch the check says that no batch has run yet, and for how long since the
-start (no made-up age of a last batch). A batch that raised does not count as
-completed. Lag on a topic whose batch is sleeping until its retry records are due is
-a wait intended, and does not count as records waiting.
+Contract: the progress check passes while batches complete, or while nothing waits (an
+idle topic is no stall), and fails once records have waited longer than the limit
+without a batch completing while the lag counts records waiting; the time counts from
+the last moment the worker was seen not stalled: its start, a batch that started or
+completed, a check that found nothing waiting or no partition assigned (so the first
+records after a quiet spell longer than the limit, or a spare's first backlog, are no
+stall). Until the first batch the check says that no batch has run yet, and for how long
+since the start (no made-up age of a last batch). A batch that raised does not count as
+completed. Lag on a topic whose batch is sleeping until its retry records are due is a
+wait intended, and does not count as records waiting.
 Lag that cannot be read leaves the check passing (nothing to judge by).
 """
 
