@@ -126,7 +126,12 @@ async def test_published_rows_leave_both_indexes_and_the_claim_still_uses_them(
             for row_id, status in before
         ]
         assert all(PARTIAL not in d for d in (await definitions(engine)).values())
-        assert await entries(engine) == dict.fromkeys(INDEXES, len(STATUSES))
+        # Every row again; the build may also count the claimed rows' earlier versions,
+        # dead, which the server has not yet found that no snapshot needs.
+        counted = await entries(engine)
+        assert sorted(counted) == sorted(INDEXES)
+        for name, count in counted.items():
+            assert len(STATUSES) <= count <= len(STATUSES) + len(claimed), (name, count)
     finally:
         await engine.dispose()
 
