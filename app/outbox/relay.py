@@ -140,7 +140,8 @@ class _Cycle:
     rows: list[dict[str, Any]]
     lease: Lease | None = None
     keeper: asyncio.Future[None] | None = None
-    # The claim's commit (its rows PROCESSING), under way while a cycle ahead publishes.
+    # The claim's commit (its rows PROCESSING); a claim made ahead commits while the cycle
+    # before it publishes.
     marking: asyncio.Future[None] | None = None
     published: list[dict[str, Any]] = field(default_factory=list)
     failed: list[settle.Failed] = field(default_factory=list)

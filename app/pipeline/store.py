@@ -251,9 +251,7 @@ class ConsumerStore:
         found: list[tuple[Any, ...]] = []
         for agg_type, ids in _by_type(aggs, self.list_size):
             stmt = select(t.c.aggregate_id, t.c.last_version, *extra).where(
-                t.c.consumer_group == self.consumer,
-                t.c.aggregate_type == agg_type,
-                one_of(self.dialect, t.c.aggregate_id, ids),
+                *self._of_aggregates(t, agg_type, ids)
             )
             if lock:
                 stmt = stmt.order_by(t.c.aggregate_id).with_for_update()
@@ -321,6 +319,16 @@ class ConsumerStore:
                     seen.open_failures.setdefault(event_id, []).append(key)
         return seen
 
+    def _of_aggregates(
+        self, t: Table, agg_type: str, ids: Sequence[str]
+    ) -> tuple[ColumnElement[bool], ...]:
+        """This consumer's rows of ``t`` for ``agg_type``'s ``ids`` (a key or index range)."""
+        return (
+            t.c.consumer_group == self.consumer,
+            t.c.aggregate_type == agg_type,
+            one_of(self.dialect, t.c.aggregate_id, ids),
+        )
+
     def _holding(self, aggregates: Sequence[Aggregate]) -> list[list[Select[Any]]]:
         """The parts of the lookup naming which of ``aggregates`` have parked events: a part
         per aggregate type, packed into groups of one list's worth of aggregates."""
@@ -334,11 +342,7 @@ class ConsumerStore:
             room -= len(ids)
             groups[-1].append(
                 select(t.c.aggregate_id, literal(_HOLDS), t.c.aggregate_type, *_NO_KEY[1:])
-                .where(
-                    t.c.consumer_group == self.consumer,
-                    t.c.aggregate_type == agg_type,
-                    one_of(self.dialect, t.c.aggregate_id, ids),
-                )
+                .where(*self._of_aggregates(t, agg_type, ids))
                 .distinct()
             )
         return groups
@@ -350,11 +354,7 @@ class ConsumerStore:
         t = parked_event
         result: dict[Aggregate, dict[int, ParkedRow]] = {}
         for agg_type, ids in _by_type(aggregates, self.list_size):
-            stmt = select(t).where(
-                t.c.consumer_group == self.consumer,
-                t.c.aggregate_type == agg_type,
-                one_of(self.dialect, t.c.aggregate_id, ids),
-            )
+            stmt = select(t).where(*self._of_aggregates(t, agg_type, ids))
             for row in (await self.session.execute(stmt)).mappings():
                 record = RawRecord(
                     topic=row["topic"],
