@@ -217,7 +217,8 @@ class BrokerCheck:
         check never takes longer than ``within`` per bootstrap server."""
         if self._conn is not None and self._conn.connected():
             try:
-                await asyncio.wait_for(self._conn.send(MetadataRequest([])), within)
+                async with asyncio.timeout(within):
+                    await self._conn.send(MetadataRequest([]))
                 return self._server
             except TimeoutError:
                 self.close()

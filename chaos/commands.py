@@ -23,7 +23,8 @@ async def run(*args: str, within: float = 120.0) -> str:
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        out, err = await asyncio.wait_for(process.communicate(), within)
+        async with asyncio.timeout(within):
+            out, err = await process.communicate()
     except TimeoutError:
         process.kill()
         await process.wait()

@@ -92,9 +92,10 @@ class ProgressWatch:
             while True:
                 self.loads.append(os.getloadavg()[0])
                 try:
-                    committed = await asyncio.wait_for(
-                        admin.list_consumer_group_offsets(self.group, partitions=partitions), 10
-                    )
+                    async with asyncio.timeout(10):
+                        committed = await admin.list_consumer_group_offsets(
+                            self.group, partitions=partitions
+                        )
                 except Exception as exc:  # the broker connection was just cut, or so
                     log.debug("no sample: %r", exc)
                 else:

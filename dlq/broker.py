@@ -147,7 +147,8 @@ async def _consumer(clients: KafkaClients) -> AsyncIterator[AIOKafkaConsumer]:
 @asynccontextmanager
 async def _started(client: Any, clients: KafkaClients) -> AsyncIterator[None]:
     try:
-        await asyncio.wait_for(client.start(), CONNECT_TIMEOUT_SECONDS)
+        async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
+            await client.start()
     except (KafkaError, OSError, TimeoutError) as exc:
         await client.stop()
         # aiokafka's error says only that it could not bootstrap: connect once more, as it

@@ -29,7 +29,8 @@ def bounded_connect(
         connection = BoundedConnection(*args, **kwargs)
         connection.response_timeout = response_timeout or None
         try:
-            await asyncio.wait_for(connection._connect(), connect_timeout)
+            async with asyncio.timeout(connect_timeout):
+                await connection._connect()
         except BaseException:
             connection.close()
             raise

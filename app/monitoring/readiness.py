@@ -82,7 +82,8 @@ async def database(engine: AsyncEngine, within: float = CHECK_TIMEOUT_SECONDS) -
             await _select_one(engine)
 
     try:
-        await asyncio.wait_for(select_one(), within)
+        async with asyncio.timeout(within):
+            await select_one()
     except TimeoutError:
         return Check("database", False, f"no answer to SELECT 1 within {within}s")
     except Exception as exc:

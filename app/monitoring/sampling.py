@@ -22,7 +22,8 @@ async def keep_sampling(
     failing = False
     while True:
         try:
-            value = await asyncio.wait_for(sample(), timeout=interval)
+            async with asyncio.timeout(interval):
+                value = await sample()
         except Exception as exc:
             if not failing:
                 log.warning("%s sample failed (gauges keep their last values): %r", name, exc)

@@ -171,7 +171,8 @@ class KafkaBroker:
         if self._started:
             return
         try:
-            await asyncio.wait_for(self._producer.start(), START_TIMEOUT_SECONDS)
+            async with asyncio.timeout(START_TIMEOUT_SECONDS):
+                await self._producer.start()
         except KafkaError as exc:
             await self._producer.stop()
             if isinstance(exc, ClusterAuthorizationFailedError):

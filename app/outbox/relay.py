@@ -302,9 +302,8 @@ class Relay:
                 else min(pause * 2, max(self.config.idle_poll_max, self.config.poll_interval))
             )
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._wake.wait(), max(0.0, pause - (time.monotonic() - started))
-                )
+                async with asyncio.timeout(max(0.0, pause - (time.monotonic() - started))):
+                    await self._wake.wait()
             if self._wake.is_set():
                 pause = self.config.poll_interval
 
@@ -922,7 +921,8 @@ class Relay:
             await asyncio.sleep(delay if not self.stopping else min(delay, 0.5))
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stop.wait(), delay)
+            async with asyncio.timeout(delay):
+                await self._stop.wait()
         if self.stopping:
             raise RelayStopped
 

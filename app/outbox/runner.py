@@ -251,7 +251,8 @@ class RelayRunner:
                 )
                 metrics.relay_infrastructure_failure("broker")
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.relay.stopped(), delay)
+                    async with asyncio.timeout(delay):
+                        await self.relay.stopped()
                 if self.relay.stopping:
                     raise RelayStopped from None
                 continue
@@ -268,6 +269,7 @@ class RelayRunner:
                 )
                 metrics.relay_infrastructure_failure("broker")
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.relay.stopped(), delay)
+                    async with asyncio.timeout(delay):
+                        await self.relay.stopped()
                 if self.relay.stopping:
                     raise RelayStopped from None

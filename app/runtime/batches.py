@@ -168,5 +168,6 @@ async def _next_batch(
             break
         pending.signal.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(pending.signal.wait(), left)
+            async with asyncio.timeout(left):
+                await pending.signal.wait()
     return pending.take(size)

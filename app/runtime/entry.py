@@ -80,7 +80,8 @@ def _broker_serves(clients: KafkaClients, settings: Settings, topics: list[str])
         except BrokerUnreachable:
             return  # left to faust, which waits for it
         try:
-            await asyncio.wait_for(check_topics(conn, topics, settings), CONNECT_TIMEOUT_SECONDS)
+            async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
+                await check_topics(conn, topics, settings)
         except (TimeoutError, OSError, KafkaError):
             return  # the broker went away meanwhile: the same
         finally:

@@ -164,7 +164,8 @@ async def open_ahead(processor: BatchProcessor) -> None:
     to meet (it pauses and retries in place, and ``/ready`` says why): here one line says
     that the connections were not opened ahead, and the worker goes on."""
     try:
-        await asyncio.wait_for(processor.warm_up(), OPEN_AHEAD_SECONDS)
+        async with asyncio.timeout(OPEN_AHEAD_SECONDS):
+            await processor.warm_up()
     except Exception as exc:
         log.warning(
             "the consumers' database connections were not opened ahead of the first batch "

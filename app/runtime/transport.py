@@ -104,7 +104,8 @@ class Transport(driver.Transport):
                 log.warning("declaring topic %r failed (%r); trying again", topic, exc)
             await asyncio.sleep(TOPIC_RETRY_SECONDS)
             with contextlib.suppress(KafkaError, TimeoutError):
-                await asyncio.wait_for(client.force_metadata_update(), METADATA_SECONDS)
+                async with asyncio.timeout(METADATA_SECONDS):
+                    await client.force_metadata_update()
 
 
 def _broker_trouble(exc: BaseException) -> bool:
@@ -186,7 +187,8 @@ def consumer_class(fetch_max_wait_ms: int, fetch_min_bytes: int = 1) -> type[dri
             if not partitions:
                 return {}
             try:
-                return await asyncio.wait_for(self.earliest_offsets(*partitions), EARLIEST_SECONDS)
+                async with asyncio.timeout(EARLIEST_SECONDS):
+                    return await self.earliest_offsets(*partitions)
             except (KafkaError, TimeoutError, OSError) as exc:
                 log.warning("earliest offsets of %d partition(s) unknown: %r", len(partitions), exc)
                 return {}

@@ -107,7 +107,8 @@ def add_observability(
         async def get(self, request: Request) -> Response:
             source = partitions if _assigned(partitions) is not None else None
             try:
-                await asyncio.wait_for(progress.publish(source), LAG_TIMEOUT_SECONDS)
+                async with asyncio.timeout(LAG_TIMEOUT_SECONDS):
+                    await progress.publish(source)
             except Exception as exc:  # a scrape never fails because lag could not be read
                 log.debug("lag not refreshed: %r", exc)
             body, content_type = metrics.render()
@@ -123,7 +124,8 @@ def add_observability(
             progress.unassigned()
             return None
         try:
-            lag = await asyncio.wait_for(progress.lag(partitions), LAG_TIMEOUT_SECONDS)
+            async with asyncio.timeout(LAG_TIMEOUT_SECONDS):
+                lag = await progress.lag(partitions)
         except Exception:  # the consumer did not answer in time: nothing to judge by
             return None
         return progress.records_waiting(lag)
