@@ -29,6 +29,11 @@ The producer comes from ``app.kafka_clients`` with every connection setting. A b
 that refuses those settings (the login, its certificate or name, a client
 certificate) stops the relay with ``BrokerRefused`` and the reason in one line; a
 broker it cannot reach is ``BrokerUnreachable``, waited for.
+
+Closing the producer delivers what it holds for at most its request timeout, then
+drops the rest: an idempotent producer never gives up a batch on its own, so a broker
+that went silent would otherwise hold the relay's (and its worker's) exit forever.
+The dropped records' rows stay ``PROCESSING`` until their lease expires.
 """
 
 from __future__ import annotations
@@ -156,6 +161,7 @@ class KafkaBroker:
             "request_timeout_ms": int(request_timeout_seconds * 1000),
         }
         self._producer = clients.producer(**self._options)
+        self._close_within = request_timeout_seconds
         self._started = False
         self._topics: set[str] = set()
         self._topics_at = 0.0
@@ -209,9 +215,32 @@ class KafkaBroker:
         ) from exc
 
     async def stop(self) -> None:
-        """Flush what is queued and disconnect (a producer never started is closed too)."""
+        """Flush what is queued and disconnect (a producer never started is closed too);
+        what is still unanswered after the request timeout is dropped, unacknowledged."""
         self._started = False
-        await self._producer.stop()
+        await self._close(self._producer)
+
+    async def _close(self, producer: AIOKafkaProducer) -> None:
+        try:
+            async with asyncio.timeout(self._close_within):
+                await producer.stop()
+            return
+        except TimeoutError:
+            pass
+        log.warning(
+            "the broker at %s answered nothing for %gs while the producer closed: the records "
+            "it still held are dropped unacknowledged (their rows are sent again once their "
+            "lease expires)",
+            self.clients.where,
+            self._close_within,
+        )
+        # aiokafka has no forced close: its sender is cancelled and its connections closed.
+        # Not waited for: a request it retries may wait for a metadata update that the
+        # closed client never makes (the process's end cancels what is left of it).
+        sender = producer._sender.sender_task
+        if sender is not None:
+            sender.cancel()
+        await producer.client.close()
 
     async def renew(self) -> None:
         """Replace the producer with a new one (a new producer id, sequences from 0) and start
@@ -225,7 +254,7 @@ class KafkaBroker:
         old, self._producer = self._producer, self.clients.producer(**self._options)
         self._started = False
         try:
-            await old.stop()
+            await self._close(old)
         except KafkaError:
             pass  # its sender task died of the refusal; nothing of it is used again
         await self.start()

@@ -396,7 +396,7 @@ class Relay:
         marking = asyncio.ensure_future(self._mark(session, tx, rows, until, lease))
         if backend(session) == "sqlite":  # one writer: no settlement could run meanwhile
             await asyncio.wait([marking])
-        return _Cycle(rows, lease, asyncio.ensure_future(lease.keep()), marking)
+        return _Cycle(rows, lease, keeper=asyncio.ensure_future(lease.keep()), marking=marking)
 
     async def _mark(
         self,
@@ -448,8 +448,7 @@ class Relay:
             await asyncio.wait([cycle.marking])
         if cycle.keeper is not None:
             cycle.keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await cycle.keeper
+            await asyncio.wait([cycle.keeper])  # a cancellation of this task still propagates
         try:
             await self._settle(cycle)
         finally:

@@ -206,9 +206,9 @@ class RelayRunner:
         if self._tasks:
             for task in self._tasks[1:]:  # the sampler; the relay itself ends on its own
                 task.cancel()
-            for task in self._tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            # Not ``await task``: a cancellation of the caller must reach the caller, not be
+            # taken for the end of a task it cancelled (nor cut the relay's wind-down).
+            await asyncio.wait(self._tasks)
             self._tasks = []
         await self.broker.stop()
         await self.relay.finish()
