@@ -28,7 +28,8 @@ from typing import Any
 
 import pytest
 
-from app.runtime.batches import BatchGivenUp, run_batches
+from app.errors import BatchGivenUp
+from app.runtime.batches import run_batches
 
 
 @dataclass
