@@ -101,7 +101,7 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     prefilter_failure_threshold: int = Field(default=5, ge=1)
     prefilter_cooldown_seconds: float = Field(default=30.0, ge=0)
     relay_enabled: bool = True
-    relay_batch_size: int = Field(default=1_000, ge=1, le=50_000)
+    relay_batch_size: int = Field(default=2_000, ge=1, le=50_000)
     relay_max_attempts: int = Field(default=10, ge=1)
     relay_lease_seconds: float = Field(default=60.0, ge=1)
     relay_poll_interval_seconds: float = Field(default=0.05, gt=0, le=60)

@@ -112,7 +112,7 @@ class Broker(Protocol):
 class RelayConfig:
     """How one relay claims and retries (the ``RELAY_*`` settings)."""
 
-    batch_size: int = 1_000
+    batch_size: int = 2_000
     max_attempts: int = 10
     lease_seconds: float = 60.0
     poll_interval: float = 0.05
