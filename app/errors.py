@@ -109,12 +109,6 @@ class InfrastructureError(EffectivelyOnceError):
     """A dependency is down or a transaction conflicted: pause, then retry in place."""
 
 
-class BatchGivenUp(EffectivelyOnceError):
-    """A batch given up before it took effect, because it is no longer this worker's (a
-    rebalance, or the worker stopping): withheld, not acked, read again by its partitions'
-    next owner."""
-
-
 class BrokerRefused(ConfigurationError):
     """The broker will not serve a client as configured; a setting must change."""
 

@@ -39,7 +39,6 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from app.errors import BatchGivenUp
 from app.runtime.acks import withhold
 
 # While a batch is processed, the reader takes what arrived this often, instead of waking
@@ -48,6 +47,11 @@ GATHER_SECONDS = 0.005
 Process = Callable[[list[Any]], Awaitable[None]]
 Prepare = Callable[[list[Any]], Awaitable[None]]
 Behind = Callable[[Any], int]
+
+
+class BatchGivenUp(Exception):
+    """``process`` gave its batch up before doing anything with it: withhold it (its
+    partitions' next owner reads it again) and go on with the next one."""
 
 
 class _Pending:

@@ -28,8 +28,7 @@ from typing import Any
 
 import pytest
 
-from app.errors import BatchGivenUp
-from app.runtime.batches import run_batches
+from app.runtime.batches import BatchGivenUp, run_batches
 
 
 @dataclass
