@@ -109,6 +109,12 @@ class InfrastructureError(EffectivelyOnceError):
     """A dependency is down or a transaction conflicted: pause, then retry in place."""
 
 
+class BatchGivenUp(EffectivelyOnceError):
+    """A batch given up because it is no longer this worker's (a rebalance, or the worker
+    stopping): withheld, not acked (nor any later batch of its assignment), read again by
+    its partitions' next owner; what of it had committed is found applied then."""
+
+
 class BrokerRefused(ConfigurationError):
     """The broker will not serve a client as configured; a setting must change."""
 

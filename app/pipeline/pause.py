@@ -5,6 +5,13 @@ down, so it is neither routed nor acked: the same work is retried, with
 exponential back-off, until it succeeds or the worker stops. The pauses are
 spread (jitter), so that workers paused by one outage do not all come back at
 the same moment.
+
+A paused batch that stops being this worker's (``holds``: a rebalance, or the worker
+stopping) is given up (``BatchGivenUp``) between its attempts, within a quarter of a
+second: faust waits for every batch it delivered before it lets a rebalance or a stop go
+on, and an outage would hold either until the dependency came back. The attempt that
+failed rolled back; the batch's consumers that committed before are found applied when
+its partitions' next owner reads it again (``run_batches`` acks nothing behind it).
 """
 
 from __future__ import annotations
@@ -12,10 +19,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random as _random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from app.errors import BatchGivenUp
 from app.pipeline.classify import Fault, fault_of, is_infrastructure, signature
 
 T = TypeVar("T")
@@ -25,6 +34,9 @@ Sleep = Callable[[float], Awaitable[None]]
 # What a failure without a message means: the driver gave up waiting (``app.db.timeouts``).
 _SILENT: dict[type[BaseException], str] = {TimeoutError: "no answer within the deadline"}
 OnPause = Callable[[str, BaseException, float], None]
+Holds = Callable[[], bool]
+# How long a paused batch that is no longer this worker's may go on holding a rebalance.
+CHECK_EVERY_SECONDS = 0.25
 
 
 # Beyond 2**64 times ``initial`` every delay is ``maximum`` anyway; an uncapped exponent
@@ -80,9 +92,11 @@ async def retry_in_place(
     sleep: Sleep = asyncio.sleep,
     on_pause: OnPause | None = None,
     streak: Streak | None = None,
+    holds: Holds | None = None,
 ) -> T:
     """Run ``operation`` until it succeeds, pausing on infrastructure failures (each noted in
-    ``streak``, which ``operation`` may read).
+    ``streak``, which ``operation`` may read); ``BatchGivenUp`` once ``holds()`` is false
+    after a failure or during a pause.
 
     Any other exception propagates: it is a bug or the event's fault, not a pause.
     """
@@ -108,8 +122,25 @@ async def retry_in_place(
             )
             if on_pause is not None:
                 on_pause(what, exc, delay)
-            await sleep(delay)
+            await _pause(what, delay, sleep, holds)
         else:
             if attempt:
                 log.warning("%s recovered after %d paused attempt(s)", what, attempt)
             return result
+
+
+async def _pause(what: str, delay: float, sleep: Sleep, holds: Holds | None) -> None:
+    if holds is None:
+        await sleep(delay)
+        return
+    until = time.monotonic() + delay
+    while True:
+        if not holds():
+            raise BatchGivenUp(
+                f"{what} paused on an infrastructure failure and is no longer this worker's "
+                "(a rebalance, or the worker stopping)"
+            )
+        left = until - time.monotonic()
+        if left <= 0:
+            return
+        await sleep(min(left, CHECK_EVERY_SECONDS))

@@ -71,7 +71,7 @@ from app.pipeline.decode import (
     validate_batch,
 )
 from app.pipeline.outcomes import DEAD_LETTERED_BEFORE, Kind, Outcome
-from app.pipeline.pause import Backoff, OnPause, Streak, retry_in_place
+from app.pipeline.pause import Backoff, Holds, OnPause, Streak, retry_in_place
 from app.pipeline.route import FailureRouter, Routed
 from app.pipeline.store import (
     VersionConflict,
@@ -132,11 +132,16 @@ class BatchProcessor:
         return lambda record: decode(record, payloads, default_aggregate_type)
 
     async def process(
-        self, records: Sequence[RawRecord], decoded: Sequence[Decoded | Poison] | None = None
+        self,
+        records: Sequence[RawRecord],
+        decoded: Sequence[Decoded | Poison] | None = None,
+        holds: Holds | None = None,
     ) -> list[Outcome]:
         """Process ``records``; returns once every effect is committed, with every failure's
         retry or DLT record in the outbox. Bad events never raise. ``decoded``: the records
-        decoded ahead by ``decoder``, in their order (used only when ``decodes_first``)."""
+        decoded ahead by ``decoder``, in their order (used only when ``decodes_first``).
+        ``holds``: whether the batch is still this worker's; a batch paused on an
+        infrastructure failure raises ``BatchGivenUp`` once it is not (``pause``)."""
         consumers = self.registry.consumers
         payloads = self.registry.event_types
         known: Known = {}
@@ -155,10 +160,10 @@ class BatchProcessor:
         # Dead letters of one partition go out in the order their records came.
         poison = sorted(poison, key=lambda p: (p.record.partition, p.record.offset))
         if poison:
-            outcomes += await self._dead_letter_poison(poison)
+            outcomes += await self._dead_letter_poison(poison, holds)
         if events:
             runs = [
-                self._consumer(name, mine, known.get(name, set()))
+                self._consumer(name, mine, known.get(name, set()), holds)
                 for name in consumers
                 if (mine := [e for e in events if e.trip.consumer in (None, name)])
             ]
@@ -172,7 +177,7 @@ class BatchProcessor:
         return outcomes
 
     async def _consumer(
-        self, consumer: str, events: list[Decoded], known: set[str]
+        self, consumer: str, events: list[Decoded], known: set[str], holds: Holds | None
     ) -> list[Outcome]:
         todo, skipped = skip_known(known, consumer, events)
         if not todo:
@@ -182,6 +187,7 @@ class BatchProcessor:
             f"batch of {len(todo)} for {consumer}",
             lambda: self._consumer_once(consumer, todo, streak),
             streak,
+            holds,
         )
         # Committed: what follows runs to its end even if the batch is cancelled now.
         await to_the_end(self._after_commit(consumer, batch), AFTER_COMMIT_GRACE_SECONDS)
@@ -195,10 +201,14 @@ class BatchProcessor:
         await remember_applied(self.prefilter, consumer, batch.outcomes)
 
     async def _until_done(
-        self, what: str, operation: Callable[[], Awaitable[T]], streak: Streak | None = None
+        self,
+        what: str,
+        operation: Callable[[], Awaitable[T]],
+        streak: Streak | None = None,
+        holds: Holds | None = None,
     ) -> T:
         return await retry_in_place(
-            what, operation, self.backoff, on_pause=self.on_pause, streak=streak
+            what, operation, self.backoff, on_pause=self.on_pause, streak=streak, holds=holds
         )
 
     async def _consumer_once(
@@ -296,7 +306,9 @@ class BatchProcessor:
         metrics.observe_consumer_batch(consumer, time.perf_counter() - started)
         return batch
 
-    async def _dead_letter_poison(self, poison: list[Poison]) -> list[Outcome]:
+    async def _dead_letter_poison(
+        self, poison: list[Poison], holds: Holds | None = None
+    ) -> list[Outcome]:
         # A retry or replay record for one consumer that no longer decodes is that
         # consumer's failure: its row goes dead, its DLT record names the consumer.
         routed = [self.router.poison(p, p.trip.consumer) for p in poison]
@@ -333,7 +345,7 @@ class BatchProcessor:
 
         while True:
             try:
-                fresh = await self._until_done("recording poison", remember)
+                fresh = await self._until_done("recording poison", remember, holds=holds)
                 break
             except VersionConflict:
                 continue  # another worker recorded some of them: read again what it did

@@ -28,8 +28,13 @@ Acks are ours (``Source.ack``): a batch's events are acked only after
 never moves past an event whose effects are not committed. A batch that did
 not finish, and the events read ahead behind it, are withheld
 (``acks.withhold``): never committed, read again by the partitions' next owner.
-A batch that ``process`` gives up (``BatchGivenUp``: a rebalance took it away
-before anything of it was done) is withheld alone, and the batches go on.
+A batch that ``process`` gives up (``BatchGivenUp``: a rebalance took it away, or
+the worker is stopping) is withheld, and so is every later batch delivered in the same
+assignment (consumer generation): an ack behind a withheld batch would let a commit
+move past it. faust forgets a partition's committed offset as a rebalance begins and
+commits what was acked while it waits for the batches in hand, so a later batch acked
+then would commit the offsets of both, and the withheld events would never be read
+again. Batches of the next assignment (read again from the committed offset) go on.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from app.errors import BatchGivenUp
 from app.runtime.acks import withhold
 
 # While a batch is processed, the reader takes what arrived this often, instead of waking
@@ -47,11 +53,6 @@ GATHER_SECONDS = 0.005
 Process = Callable[[list[Any]], Awaitable[None]]
 Prepare = Callable[[list[Any]], Awaitable[None]]
 Behind = Callable[[Any], int]
-
-
-class BatchGivenUp(Exception):
-    """``process`` gave its batch up before doing anything with it: withhold it (its
-    partitions' next owner reads it again) and go on with the next one."""
 
 
 class _Pending:
@@ -120,15 +121,23 @@ async def run_batches(
     reader = asyncio.ensure_future(read())
     reader.add_done_callback(lambda _: pending.signal.set())
     batch: list[Any] = []
+    # The assignments (generations) in which a batch was given up: nothing of them is acked.
+    given_up: set[Any] = set()
     try:
         while True:
             batch = await _next_batch(pending, reader, size, within, behind, loop)
             if not batch:
                 return
+            generations = {getattr(event, "generation_id", None) for event in batch}
+            if given_up & generations:
+                withhold(batch)
+                batch = []
+                continue
             pending.busy = True
             try:
                 await process(batch)
             except BatchGivenUp:
+                given_up |= generations - {None}
                 withhold(batch)
                 batch = []
                 continue

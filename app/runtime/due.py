@@ -20,8 +20,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
+from app.errors import BatchGivenUp
 from app.records import RawRecord
-from app.runtime.batches import BatchGivenUp
 from dlq.trip import due_at
 
 # How long a given-up batch may go on holding a rebalance, at most.

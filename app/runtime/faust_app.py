@@ -17,6 +17,7 @@ from typing import Any
 import faust
 from mode.supervisors import CrashingSupervisor
 
+from app.errors import BatchGivenUp
 from app.kafka_clients import KafkaClients
 from app.logging_setup import worker_logging_options
 from app.logging_streams import capture_standard_streams
@@ -27,7 +28,7 @@ from app.registry import Registry
 from app.runtime import due
 from app.runtime.ahead import Ahead
 from app.runtime.assignor import PartitionAssignor
-from app.runtime.batches import BatchGivenUp, run_batches
+from app.runtime.batches import run_batches
 from app.runtime.broker_wait import wait_for_broker
 from app.runtime.garbage import tune_garbage_collector
 from app.runtime.inbox import Inbox
@@ -180,16 +181,17 @@ def _agent(
 
         async def process(messages: list[Any]) -> None:
             records, decoded = ahead.take(messages)
-            if tier_delay is not None:
-                try:
+            holds = partial(intake.holds, messages)
+            try:
+                if tier_delay is not None:
                     with progress.waiting_until_due(records[0].topic):
-                        await due.wait_until_due(
-                            records, lambda: intake.holds(messages), tier_delay
-                        )
-                except BatchGivenUp as given_up:
-                    log.info("%s: %s; left to the partitions' next owner", name, given_up)
-                    raise
-            outcomes = await progress.run(partial(processor.process, decoded=decoded), records)
+                        await due.wait_until_due(records, holds, tier_delay)
+                outcomes = await progress.run(
+                    partial(processor.process, decoded=decoded, holds=holds), records
+                )
+            except BatchGivenUp as given_up:
+                log.info("%s: %s; left to the partitions' next owner", name, given_up)
+                raise
             log.debug("%s: batch of %d, %d outcomes", name, len(messages), len(outcomes))
 
         # Acked batch by batch, only after process() returned: after the commit.

@@ -49,11 +49,13 @@ from app.demo.acl_kafka import AclKafka
 from app.demo.broker import LocalBroker
 from app.demo.certificates import CertificateAuthority
 from app.demo.secure_kafka import SecureKafka
+from chaos.proxy import TcpProxy
 from tests.conftest import unavailable
 from tests.integration.support.databases import Databases, ServiceUnavailable
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.own_servers import ServerHome
 from tests.integration.support.pgbouncer import PgBouncer
+from tests.integration.support.proxies import database_proxy
 from tests.integration.support.session_broker import SharedBroker, run_root, shared_broker
 from tests.integration.support.state import Database
 from tests.integration.support.tls_mariadb import TlsMariaDB
@@ -235,6 +237,13 @@ async def migrated_database(database_url: str) -> str:
     """``database_url`` with the framework's schema (for tests that run no worker)."""
     await upgrade_to_head(database_url)
     return database_url
+
+
+@pytest.fixture
+def proxy(database_url: str) -> Iterator[TcpProxy]:
+    """A TCP proxy in front of the server of ``database_url`` (``through`` gives its URL)."""
+    with database_proxy(database_url) as running:
+        yield running
 
 
 @pytest.fixture

@@ -20,14 +20,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import pytest
 from sqlalchemy import text
 
 from app.db.engine import create_engine
 from chaos.proxy import TcpProxy
-from tests.integration.support.proxies import database_proxy, through
+from tests.integration.support.proxies import through
 
 pytestmark = pytest.mark.integration
 
@@ -39,12 +39,6 @@ BUSY_SECONDS = 15
 @pytest.fixture(params=["postgresql", "mariadb"])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-@pytest.fixture
-def proxy(database_url: str) -> Iterator[TcpProxy]:
-    with database_proxy(database_url) as running:
-        yield running
 
 
 async def timed(work: Callable[[], Awaitable[object]]) -> tuple[float, object]:

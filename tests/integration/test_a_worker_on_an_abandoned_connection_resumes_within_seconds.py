@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from chaos.proxy import TcpProxy
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.orders import created_and_paid
-from tests.integration.support.proxies import database_proxy, through
+from tests.integration.support.proxies import through
 from tests.integration.support.state import Database
 from tests.integration.support.workers import Workers
 
@@ -37,12 +36,6 @@ BLACKHOLE_SECONDS = 3.0
 # The probe's first look (5 s into the wait), a new connection, the batch again, and the
 # offset commit (every few seconds); well under the 35 s response deadline.
 RESUMES_WITHIN = 20.0
-
-
-@pytest.fixture
-def proxy(database_url: str) -> Iterator[TcpProxy]:
-    with database_proxy(database_url) as running:
-        yield running
 
 
 async def test_the_worker_drops_abandoned_connections_and_resumes_at_once(

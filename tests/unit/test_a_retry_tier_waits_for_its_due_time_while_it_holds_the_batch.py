@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from app.errors import BatchGivenUp
 from app.records import RawRecord
-from app.runtime.batches import BatchGivenUp
 from app.runtime.due import CHECK_EVERY_SECONDS, wait_until_due
 from dlq import headers as h
 from dlq.trip import iso

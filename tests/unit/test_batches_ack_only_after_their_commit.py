@@ -9,8 +9,9 @@ Contract of ``app.runtime.batches.run_batches``:
 - when ``process`` raises, nothing of that batch or of what was read ahead is acked;
   those events are withheld (faust will neither commit them nor wait for them)
   and the error reaches the caller;
-- a batch that ``process`` gives up (``BatchGivenUp``) is withheld, not acked, and
-  the batches go on with the next one;
+- a batch that ``process`` gives up (``BatchGivenUp``) is withheld, not acked, and so
+  is every later batch of the same assignment (consumer generation): nothing is acked
+  behind a withheld batch; the batches of the next assignment go on;
 - ``prepare``, when given, is awaited on every chunk the reader takes before its events
   can be in a batch, and runs for the next batch while the batch in hand is processed;
   a chunk whose preparing the stop interrupts is withheld with the rest;
@@ -28,13 +29,15 @@ from typing import Any
 
 import pytest
 
-from app.runtime.batches import BatchGivenUp, run_batches
+from app.errors import BatchGivenUp
+from app.runtime.batches import run_batches
 
 
 @dataclass
 class FakeMessage:
     offset: int
     acked: bool = False
+    generation_id: int | None = None
 
 
 @dataclass
@@ -351,3 +354,36 @@ async def test_a_batch_given_up_is_withheld_and_the_next_one_goes_on() -> None:
     assert 0 not in stream.acked and 1 not in stream.acked and 2 not in stream.acked
     assert [offset for batch in processed for offset in batch] == [3, 4, 5]
     assert stream.acked == [3, 4, 5]
+
+
+class ReassignedStream(EndingStream):
+    """Offsets 0 to 5 delivered in assignment 1; then, after a rebalance that found offset 0
+    committed, 0 to 5 again in assignment 2."""
+
+    def _hand(self, offset: int) -> FakeMessage:
+        first = offset < 6
+        self.read.append(offset)
+        self.handed.append(
+            FakeMessage(offset if first else offset - 6, generation_id=1 if first else 2)
+        )
+        return self.handed[-1]
+
+
+async def test_nothing_behind_a_batch_given_up_is_acked_in_its_assignment() -> None:
+    stream = ReassignedStream(count=12)
+    processed: list[tuple[int | None, list[int]]] = []
+
+    async def process(batch: list[Any]) -> None:
+        generation = batch[0].generation_id
+        if generation == 1 and 0 in offsets(batch):
+            raise BatchGivenUp("a rebalance")
+        processed.append((generation, offsets(batch)))
+
+    await asyncio.wait_for(run_batches(stream, 3, 0.01, process), 5)
+
+    # 3 to 5 came after the batch given up, in the same assignment: not processed, not acked
+    # (a commit of 6 would have skipped 0 to 2 for good); assignment 2 reads 0 to 5 again.
+    assert processed == [(2, [0, 1, 2]), (2, [3, 4, 5])]
+    assert stream.acked == [0, 1, 2, 3, 4, 5]
+    withheld = [event for event in stream.handed if event.generation_id == 1]
+    assert all(event.acked for event in withheld)  # marked settled for faust, never acked
