@@ -22,6 +22,7 @@ import random as _random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeVar
 
 from app.errors import BatchGivenUp
@@ -122,25 +123,33 @@ async def retry_in_place(
             )
             if on_pause is not None:
                 on_pause(what, exc, delay)
-            await _pause(what, delay, sleep, holds)
+            if holds is None:
+                await sleep(delay)
+            else:
+                await sleep_while_held(delay, holds, partial(_lost, what), sleep)
         else:
             if attempt:
                 log.warning("%s recovered after %d paused attempt(s)", what, attempt)
             return result
 
 
-async def _pause(what: str, delay: float, sleep: Sleep, holds: Holds | None) -> None:
-    if holds is None:
-        await sleep(delay)
-        return
-    until = time.monotonic() + delay
+async def sleep_while_held(
+    seconds: float, holds: Holds, given_up: Callable[[float], str], sleep: Sleep = asyncio.sleep
+) -> None:
+    """Sleep ``seconds``, asking ``holds()`` every ``CHECK_EVERY_SECONDS`` and once more at
+    the end; ``BatchGivenUp(given_up(seconds left))`` as soon as it is false."""
+    until = time.monotonic() + seconds
     while True:
-        if not holds():
-            raise BatchGivenUp(
-                f"{what} paused on an infrastructure failure and is no longer this worker's "
-                "(a rebalance, or the worker stopping)"
-            )
         left = until - time.monotonic()
+        if not holds():
+            raise BatchGivenUp(given_up(max(left, 0.0)))
         if left <= 0:
             return
         await sleep(min(left, CHECK_EVERY_SECONDS))
+
+
+def _lost(what: str, _left: float) -> str:
+    return (
+        f"{what} paused on an infrastructure failure and is no longer this worker's "
+        "(a rebalance, or the worker stopping)"
+    )

@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from app.errors import BatchGivenUp
+from app.pipeline.pause import sleep_while_held
 from app.records import RawRecord
 from dlq.trip import due_at
 
-# How long a given-up batch may go on holding a rebalance, at most.
-CHECK_EVERY_SECONDS = 0.25
 LOGGED_WAIT_SECONDS = 1.0
 log = logging.getLogger("effectively_once.worker")
 
@@ -49,13 +46,12 @@ async def wait_until_due(
     wait = (max(due) - now()).total_seconds() if due else 0.0
     if wait >= LOGGED_WAIT_SECONDS:
         log.info("%s: %d record(s) due in %.0fs", records[0].topic, len(records), wait)
-    until = time.monotonic() + wait
-    while (left := until - time.monotonic()) > 0:
-        if not holds():
-            raise BatchGivenUp(f"a rebalance while {len(records)} record(s) waited {left:.0f}s")
-        await sleep(min(left, CHECK_EVERY_SECONDS))
-    if not holds():
-        raise BatchGivenUp(f"a rebalance while {len(records)} record(s) waited")
+
+    def given_up(left: float) -> str:
+        waited = f" {left:.0f}s" if left > 0 else ""
+        return f"a rebalance while {len(records)} record(s) waited{waited}"
+
+    await sleep_while_held(max(wait, 0.0), holds, given_up, sleep)
 
 
 def _capped(record: RawRecord, tier_delay: float | None) -> datetime | None:

@@ -23,8 +23,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.errors import BatchGivenUp
+from app.pipeline.pause import CHECK_EVERY_SECONDS
 from app.records import RawRecord
-from app.runtime.due import CHECK_EVERY_SECONDS, wait_until_due
+from app.runtime.due import wait_until_due
 from dlq import headers as h
 from dlq.trip import iso
 
