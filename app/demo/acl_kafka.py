@@ -28,7 +28,7 @@ class AclKafka(KafkaCluster):
     ``KafkaCluster`` (``start``, ``stop``, a context manager) with users and ACLs."""
 
     users: tuple[str, ...] = ("worker",)
-    passwords: dict[str, str] = field(default_factory=dict)
+    passwords: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         names = (*SUPER_USERS[1:], *self.users)

@@ -60,12 +60,13 @@ class Listener:
 
     ``name`` is the listener's (and, lower-cased, its ``listener.name.<name>.``
     prefix's); ``protocol`` its security protocol; ``properties`` its own settings,
-    written under that prefix (``ssl.client.auth`` ...).
+    written under that prefix (``ssl.client.auth`` ...); never printed, as they may hold
+    passwords (a JAAS configuration's users).
     """
 
     name: str
     protocol: str
-    properties: Mapping[str, str] = field(default_factory=dict)
+    properties: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -80,8 +81,9 @@ class KafkaNode:
     log_path: Path | None = None
     heap_mb: int = 512
     listeners: tuple[Listener, ...] = ()
-    # ``kafka-storage format --add-scram`` values: ``SCRAM-SHA-512=[name=alice,password=...]``.
-    scram_users: tuple[str, ...] = ()
+    # ``kafka-storage format --add-scram`` values: ``SCRAM-SHA-512=[name=alice,password=...]``
+    # (never printed).
+    scram_users: tuple[str, ...] = field(default=(), repr=False)
     # Each listener's port, by name (free ports unless given).
     listener_ports: dict[str, int] = field(default_factory=dict)
     _workdir: Path | None = None
@@ -255,7 +257,7 @@ class KafkaCluster(Launched):
     properties: dict[str, str] = field(default_factory=dict)
     heap_mb: int = 512
     listeners: tuple[Listener, ...] = ()
-    scram_users: tuple[str, ...] = ()
+    scram_users: tuple[str, ...] = field(default=(), repr=False)
     nodes: list[KafkaNode] = field(default_factory=list)
 
     kind = "kafka"

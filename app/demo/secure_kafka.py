@@ -37,7 +37,7 @@ class Credentials:
     """One SASL user."""
 
     username: str
-    password: str
+    password: str = field(repr=False)
 
 
 @dataclass
@@ -52,7 +52,7 @@ class SecureKafka(Launched):
     plain_user: Credentials = field(
         default_factory=lambda: Credentials("bob", secrets.token_urlsafe(12))
     )
-    client_key_password: str = field(default_factory=lambda: secrets.token_urlsafe(12))
+    client_key_password: str = field(default_factory=lambda: secrets.token_urlsafe(12), repr=False)
     ca: CertificateAuthority = field(init=False)
     server: Issued = field(init=False)
     client: Issued = field(init=False)

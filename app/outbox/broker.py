@@ -46,12 +46,13 @@ from datetime import datetime
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.cluster import ClusterMetadata
 from aiokafka.errors import (
     ClusterAuthorizationFailedError,
     KafkaError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailed,
+    UnknownTopicOrPartitionError,
+    for_code,
 )
 from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
@@ -264,9 +265,11 @@ class KafkaBroker:
         the list is older than a minute). Raises when the broker cannot be asked.
 
         A broker enforcing ACLs leaves out of its list every topic the principal may not
-        Describe: those are asked about by name (never created by asking), and one it
-        will not describe counts as there, so that its send meets the denial and waits in
-        place (``denial``), not as missing, whose rows would count attempts."""
+        Describe: those are asked about by name (never created by asking), and only one
+        the broker then names unknown is missing. One it will not describe counts as
+        there, so that its send meets the denial and waits in place (``denial``), not as
+        missing, whose rows would count attempts; so does one described by then (an ACL
+        granted between the two questions)."""
         stale = time.monotonic() - self._topics_at > TOPICS_MAX_AGE_SECONDS
         if stale or not topics <= self._topics:
             metadata = await self._producer.client.fetch_all_metadata()
@@ -274,17 +277,19 @@ class KafkaBroker:
             self._topics_at = time.monotonic()
         absent = topics - self._topics
         if absent:
-            absent -= await self._not_described(absent)
+            absent = await self._unknown_by_name(absent)
         return absent
 
-    async def _not_described(self, topics: set[str]) -> set[str]:
-        """Of ``topics``, those the broker refuses to describe to this principal."""
+    async def _unknown_by_name(self, topics: set[str]) -> set[str]:
+        """Of ``topics``, those the broker names unknown when asked about each by name."""
         client = self._producer.client
         request = MetadataRequest(sorted(topics), allow_auto_topic_creation=False)
         answer = await client.send(client.get_random_node(), request)
-        cluster = ClusterMetadata()
-        cluster.update_metadata(answer)
-        return set(cluster.unauthorized_topics) & topics
+        return {
+            topic
+            for error_code, topic, *_ in answer.topics
+            if topic in topics and for_code(error_code) is UnknownTopicOrPartitionError
+        } | (topics - {topic for _, topic, *_ in answer.topics})
 
     async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
         """Of ``wanted`` (row id -> record, row's ``created_at``), the rows whose record is on
