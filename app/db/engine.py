@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -35,6 +36,10 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 # little planning and always sees the table it reads. (A server without the setting,
 # before PostgreSQL 12 or some compatible databases, gets a warning and serves as it is.)
 CUSTOM_PLANS = "SET plan_cache_mode = force_custom_plan"
+
+# How long closing an engine's connections may wait for the server (a stop during an
+# outage would otherwise wait for each silent connection's response deadline).
+CLOSE_WITHIN_SECONDS = 2.0
 
 log = logging.getLogger("effectively_once.db")
 
@@ -178,3 +183,18 @@ def _sqlite_begin(connection: Any) -> None:
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """Sessions that keep objects usable after commit (the framework owns commits)."""
     return async_sessionmaker(engine, expire_on_commit=False, autoflush=True)
+
+
+async def dispose(engine: AsyncEngine, within: float = CLOSE_WITHIN_SECONDS) -> None:
+    """Close ``engine``'s pooled connections, each with a goodbye to the server, for at most
+    ``within`` seconds; what is left then is dropped unclosed (a server that did not answer
+    in time frees its sessions when their sockets close, at the process's end at last)."""
+    try:
+        async with asyncio.timeout(within):
+            await engine.dispose()
+    except TimeoutError:
+        log.warning(
+            "the database did not answer while its connections closed (%gs): the rest are dropped",
+            within,
+        )
+        await engine.dispose(close=False)

@@ -78,6 +78,8 @@ T = TypeVar("T")
 Clock = Callable[[], datetime]
 log = logging.getLogger("effectively_once.relay")
 STOP_GRACE_SECONDS = 5.0
+# How often a database call of a stopping relay checks whether it is to be cut short.
+_CHECK_STOP_SECONDS = 0.25
 WAIT_LOG_SECONDS = 30.0  # a relay waiting on the broker says so this often
 # What the broker (RecordTooLargeError) or the producer itself (MessageSizeTooLargeError)
 # says of a record over the limit.
@@ -143,6 +145,9 @@ class _Cycle:
     # The claim's commit (its rows PROCESSING); a claim made ahead commits while the cycle
     # before it publishes.
     marking: asyncio.Future[None] | None = None
+    # The wait for ``marking`` was cut short by a stop: nothing of the claim is sent or
+    # settled (its rows are PENDING, or PROCESSING under the lease if it committed).
+    cut: bool = False
     published: list[dict[str, Any]] = field(default_factory=list)
     failed: list[settle.Failed] = field(default_factory=list)
     stopped: set[tuple[str, str]] = field(default_factory=set)
@@ -432,8 +437,8 @@ class Relay:
         crashed, the connection cut), leave the row ``PENDING`` with its record on the
         topic, and the next relay to claim it would send it again, unaware."""
         try:
-            if cycle.marking is not None:
-                await asyncio.wait([cycle.marking])
+            if not await self._claim_committed(cycle):
+                return
             for wave in cycle.waves():
                 if self.stopping and self._grace_over():
                     break
@@ -444,13 +449,19 @@ class Relay:
 
     async def _end(self, cycle: _Cycle) -> None:
         """Stop renewing the cycle's lease and settle its rows (once its claim committed)."""
-        if cycle.marking is not None:
-            await asyncio.wait([cycle.marking])
+        committed = await self._claim_committed(cycle)
         if cycle.keeper is not None:
             cycle.keeper.cancel()
             await asyncio.wait([cycle.keeper])  # a cancellation of this task still propagates
         try:
-            await self._settle(cycle)
+            if committed:
+                await self._settle(cycle)
+            else:
+                log.warning(
+                    "stopped before the claim of %d outbox row(s) committed: none of them "
+                    "was sent (claimed again, once the lease expires if it did commit)",
+                    len(cycle.rows),
+                )
         finally:
             for row in cycle.rows:
                 self._held.pop(row["id"], None)
@@ -832,11 +843,18 @@ class Relay:
         attempt = 0
         while True:
             try:
-                async with self.sessions() as session, session.begin():
-                    return await work(session)
+                return await self._cut_when_stopping(
+                    self._in_transaction(work), self.config.stop_grace
+                )
+            except RelayStopped:
+                raise
             except Exception as exc:
                 attempt += 1
                 await self._wait_for_database(what, exc, attempt, settling)
+
+    async def _in_transaction(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+        async with self.sessions() as session, session.begin():
+            return await work(session)
 
     async def _db_open(
         self, what: str, work: Callable[[AsyncSession], Awaitable[T]]
@@ -846,18 +864,67 @@ class Relay:
         commits the transaction and closes the session."""
         attempt = 0
         while True:
-            tx = contextlib.AsyncExitStack()
             try:
-                session = await tx.enter_async_context(self.sessions())
-                await tx.enter_async_context(session.begin())
-                return session, await work(session), tx
-            except BaseException as exc:
-                with contextlib.suppress(Exception):  # the rollback of a broken connection
-                    await tx.__aexit__(type(exc), exc, exc.__traceback__)
-                if not isinstance(exc, Exception):
-                    raise
+                return await self._cut_when_stopping(self._opened(work), 0.0)
+            except RelayStopped:
+                raise
+            except Exception as exc:
                 attempt += 1
                 await self._wait_for_database(what, exc, attempt)
+
+    async def _opened(
+        self, work: Callable[[AsyncSession], Awaitable[T]]
+    ) -> tuple[AsyncSession, T, contextlib.AsyncExitStack]:
+        tx = contextlib.AsyncExitStack()
+        try:
+            session = await tx.enter_async_context(self.sessions())
+            await tx.enter_async_context(session.begin())
+            return session, await work(session), tx
+        except BaseException as exc:
+            with contextlib.suppress(Exception):  # the rollback of a broken connection
+                await tx.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+
+    async def _claim_committed(self, cycle: _Cycle) -> bool:
+        """Wait for ``cycle``'s claim to commit; False when a stop cut the wait short
+        (``stop_grace`` seconds after ``stop``, or after the wait began if later)."""
+        marking = cycle.marking
+        started = time.monotonic()
+        while not cycle.cut and marking is not None and not marking.done():
+            await asyncio.wait([marking], timeout=_CHECK_STOP_SECONDS)
+            if not marking.done() and self._cut_due(started, self.config.stop_grace):
+                _abandon(marking)
+                cycle.cut = True
+        return not cycle.cut
+
+    def _cut_due(self, started: float, within: float) -> bool:
+        """Whether what started at ``started`` (monotonic) is to be cut short: the relay is
+        stopping and it ran ``within`` seconds since ``stop``, or since it started if later."""
+        return self.stopping and time.monotonic() - max(started, self._stop_at or 0.0) >= within
+
+    async def _cut_when_stopping(self, work: Awaitable[T], within: float) -> T:
+        """``work``, cancelled and ``RelayStopped`` once the relay is stopping and it ran
+        ``within`` seconds of that (since ``stop``, or since it started if later): a
+        transaction waiting on a connection gone silent would otherwise hold the stop until
+        the driver's deadlines end it. Not waited for once cancelled (its rollback on such a
+        connection ends at those deadlines, in the background): a claim cut so commits
+        nothing, and its rows stay ``PENDING``; a settlement cut so leaves its rows
+        ``PROCESSING`` until the lease expires, looked for on the topic before they are sent
+        again."""
+        started = time.monotonic()
+        running: asyncio.Future[T] = asyncio.ensure_future(work)
+        try:
+            while True:
+                done, _ = await asyncio.wait({running}, timeout=_CHECK_STOP_SECONDS)
+                if done:
+                    return running.result()
+                if self._cut_due(started, within):
+                    break
+        except BaseException:
+            _abandon(running)
+            raise
+        _abandon(running)
+        raise RelayStopped
 
     async def _wait_for_database(
         self, what: str, exc: Exception, attempt: int, settling: bool = False
@@ -930,6 +997,12 @@ class Relay:
 
     def _grace_over(self) -> bool:
         return self._since_stop() >= self.config.stop_grace
+
+
+def _abandon(running: asyncio.Future[Any]) -> None:
+    """Cancel ``running`` and leave it to end on its own, its outcome read when it does."""
+    running.cancel()
+    running.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
 
 
 def _too_large(future: asyncio.Future[Any]) -> bool:

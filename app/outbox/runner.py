@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
-from app.db.engine import create_engine, session_factory
+from app.db.engine import create_engine, dispose, session_factory
 from app.db.urls import shown
 from app.errors import BrokerDenied
 from app.kafka_clients import KafkaClients
@@ -212,7 +212,7 @@ class RelayRunner:
             self._tasks = []
         await self.broker.stop()
         await self.relay.finish()
-        await self.engine.dispose()
+        await dispose(self.engine)
         log.info("relay %s stopped: %d row(s) published", self.relay.owner, self.relay.published)
 
     async def _run(self) -> None:

@@ -9,9 +9,14 @@ the same moment.
 A paused batch that stops being this worker's (``holds``: a rebalance, or the worker
 stopping) is given up (``BatchGivenUp``) between its attempts, within a quarter of a
 second: faust waits for every batch it delivered before it lets a rebalance or a stop go
-on, and an outage would hold either until the dependency came back. The attempt that
-failed rolled back; the batch's consumers that committed before are found applied when
-its partitions' next owner reads it again (``run_batches`` acks nothing behind it).
+on, and an outage would hold either until the dependency came back. So is an attempt
+still running ``CUT_AFTER_SECONDS`` after the batch stopped being the worker's: one that
+waits on a connection gone silent would otherwise hold the stop until the driver's
+deadlines end it (the response deadline and a new connection's: 45 s by default, past
+an orchestrator's grace). It is cancelled: its transaction never commits, or committed
+as the cut came (its effects and dedup records together). The attempt that failed or was
+cut rolled back; the batch's consumers that committed before are found applied when its
+partitions' next owner reads it again (``run_batches`` acks nothing behind it).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from app.errors import BatchGivenUp
 from app.pipeline.classify import Fault, fault_of, is_infrastructure, signature
@@ -38,6 +43,9 @@ OnPause = Callable[[str, BaseException, float], None]
 Holds = Callable[[], bool]
 # How long a paused batch that is no longer this worker's may go on holding a rebalance.
 CHECK_EVERY_SECONDS = 0.25
+# How long an attempt may run on once its batch is no longer this worker's (a healthy one
+# ends well within it: nothing is cut for nothing).
+CUT_AFTER_SECONDS = 2.0
 
 
 # Beyond 2**64 times ``initial`` every delay is ``maximum`` anyway; an uncapped exponent
@@ -104,7 +112,7 @@ async def retry_in_place(
     attempt = 0
     while True:
         try:
-            result = await operation()
+            result = await (operation() if holds is None else _while_held(what, operation, holds))
         except Exception as exc:
             if not is_infrastructure(exc):
                 raise
@@ -131,6 +139,41 @@ async def retry_in_place(
             if attempt:
                 log.warning("%s recovered after %d paused attempt(s)", what, attempt)
             return result
+
+
+async def _while_held(what: str, operation: Callable[[], Awaitable[T]], holds: Holds) -> T:
+    """One attempt of ``operation``, asking ``holds()`` every ``CHECK_EVERY_SECONDS`` while it
+    runs; cancelled, and ``BatchGivenUp``, once it was false for ``CUT_AFTER_SECONDS``. Not
+    waited for once cancelled: what it winds down (a rollback on a silent connection) ends
+    at the driver's deadlines, in the background."""
+    running: asyncio.Future[T] = asyncio.ensure_future(operation())
+    lost_since: float | None = None
+    try:
+        while True:
+            done, _ = await asyncio.wait({running}, timeout=CHECK_EVERY_SECONDS)
+            if done:
+                return running.result()
+            if holds():
+                lost_since = None
+                continue
+            lost_since = lost_since if lost_since is not None else time.monotonic()
+            if time.monotonic() - lost_since >= CUT_AFTER_SECONDS:
+                running.cancel()
+                running.add_done_callback(_retrieve)
+                raise BatchGivenUp(
+                    f"{what} was still running {CUT_AFTER_SECONDS:g} s after it stopped being "
+                    "this worker's (a rebalance, or the worker stopping): cut short"
+                )
+    except asyncio.CancelledError:
+        running.cancel()
+        running.add_done_callback(_retrieve)
+        raise
+
+
+def _retrieve(cut: asyncio.Future[Any]) -> None:
+    """Read a cut attempt's end, so that asyncio does not log it as never retrieved."""
+    if not cut.cancelled():
+        cut.exception()
 
 
 async def sleep_while_held(

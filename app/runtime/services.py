@@ -12,7 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
-from app.db.engine import create_engine, dialect_name, session_factory
+from app.db.engine import create_engine, dialect_name, dispose, session_factory
 from app.db.identity import read_identity
 from app.db.retention import Retention, keep_cleaning
 from app.errors import ConfigurationError
@@ -72,7 +72,7 @@ class Services:
             await self.relay.stop()
         if self.prefilter is not None:
             await self.prefilter.close()
-        await self.engine.dispose()
+        await dispose(self.engine)
 
 
 async def start_services(settings: Settings, registry: Registry) -> Services:

@@ -19,7 +19,7 @@ from faust.web import Request, Response, View
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
-from app.db.engine import create_engine
+from app.db.engine import create_engine, dispose
 from app.db.timeouts import DbTimeouts
 from app.kafka_clients import BrokerCheck, KafkaClients
 from app.monitoring import readiness
@@ -82,7 +82,7 @@ class _Database:
 
     async def dispose(self) -> None:
         if self._engine is not None:
-            await self._engine.dispose()
+            await dispose(self._engine)
 
 
 def add_observability(
