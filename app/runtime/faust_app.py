@@ -229,7 +229,12 @@ def _behind(app: faust.App) -> Callable[[Any], int]:
 
 
 class _LazyServices:
-    """Built by the first agent that runs (migrations need the event loop), shared by all."""
+    """Built by the first agent that runs (migrations need the event loop), shared by all.
+
+    ``close`` (the worker stopping) does not wait for a start in progress, which may be
+    waiting for the database: a start that ends after it closes what it built (the relay
+    would otherwise run on, its rows ``PROCESSING``, until the process ended), and the
+    agent waits for its cancellation, which the stop brings next."""
 
     def __init__(self, settings: Settings, registry: Registry) -> None:
         self.settings = settings
@@ -237,6 +242,7 @@ class _LazyServices:
         self._lock = asyncio.Lock()
         self._services: Services | None = None
         self._undeclared: list[Any] = []
+        self._closed = False
 
     def declare(self, topic: Any) -> None:
         """Create ``topic`` (if missing) before the first batch is processed."""
@@ -244,10 +250,17 @@ class _LazyServices:
 
     async def get(self) -> Services:
         async with self._lock:
+            if self._closed:
+                await asyncio.Future()  # stopping: nothing is started any more
             if self._services is None:
                 for topic in self._undeclared:
                     await topic.maybe_declare()
-                self._services = await start_services(self.settings, self._registry)
+                services = await start_services(self.settings, self._registry)
+                if self._closed:
+                    await services.close()
+                    log.info("the worker is stopping: the services started meanwhile are closed")
+                    await asyncio.Future()  # until the stop cancels this agent
+                self._services = services
                 # Start-up is over: what exists now lives as long as the worker.
                 tune_garbage_collector(self.settings.gc_young_threshold)
             return self._services
@@ -259,6 +272,7 @@ class _LazyServices:
         return self._services.relay.health()
 
     async def close(self) -> None:
+        self._closed = True
         if self._services is not None:
             await self._services.close()
             self._services = None
