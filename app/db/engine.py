@@ -189,6 +189,8 @@ async def dispose(engine: AsyncEngine, within: float = CLOSE_WITHIN_SECONDS) -> 
     """Close ``engine``'s pooled connections, each with a goodbye to the server, for at most
     ``within`` seconds; what is left then is dropped unclosed (a server that did not answer
     in time frees its sessions when their sockets close, at the process's end at last)."""
+    pool_log = _logger_of(engine)
+    pool_log.addFilter(_cut_close)
     try:
         async with asyncio.timeout(within):
             await engine.dispose()
@@ -198,3 +200,18 @@ async def dispose(engine: AsyncEngine, within: float = CLOSE_WITHIN_SECONDS) -> 
             within,
         )
         await engine.dispose(close=False)
+    finally:
+        pool_log.removeFilter(_cut_close)
+
+
+def _logger_of(engine: AsyncEngine) -> logging.Logger:
+    """The pool's own logger (SQLAlchemy wraps it when the pool echoes)."""
+    found = engine.sync_engine.pool.logger
+    return found if isinstance(found, logging.Logger) else found.logger
+
+
+def _cut_close(record: logging.LogRecord) -> bool:
+    """Leave out the pool's traceback for a close that ``dispose`` cut short (its warning
+    says so); any other failure to close is logged."""
+    cancelled = record.exc_info is not None and record.exc_info[0] is asyncio.CancelledError
+    return not (cancelled and record.getMessage().startswith("Exception closing connection"))
