@@ -73,6 +73,7 @@ from app.outbox.message import BadRow, Message, message_of, shortened
 from app.outbox.topics import TopicMaker
 from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, OnPause
+from app.pipeline.together import CutShort, abandon, unless_cut
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -889,12 +890,18 @@ class Relay:
         """Wait for ``cycle``'s claim to commit; False when a stop cut the wait short
         (``stop_grace`` seconds after ``stop``, or after the wait began if later)."""
         marking = cycle.marking
+        if cycle.cut or marking is None or marking.done():
+            return not cycle.cut
         started = time.monotonic()
-        while not cycle.cut and marking is not None and not marking.done():
-            await asyncio.wait([marking], timeout=_CHECK_STOP_SECONDS)
-            if not marking.done() and self._cut_due(started, self.config.stop_grace):
-                _abandon(marking)
-                cycle.cut = True
+        try:
+            await unless_cut(
+                asyncio.wait([marking]),
+                lambda: self._cut_due(started, self.config.stop_grace),
+                _CHECK_STOP_SECONDS,
+            )
+        except CutShort:
+            abandon(marking)
+            cycle.cut = True
         return not cycle.cut
 
     def _cut_due(self, started: float, within: float) -> bool:
@@ -912,19 +919,12 @@ class Relay:
         ``PROCESSING`` until the lease expires, looked for on the topic before they are sent
         again."""
         started = time.monotonic()
-        running: asyncio.Future[T] = asyncio.ensure_future(work)
         try:
-            while True:
-                done, _ = await asyncio.wait({running}, timeout=_CHECK_STOP_SECONDS)
-                if done:
-                    return running.result()
-                if self._cut_due(started, within):
-                    break
-        except BaseException:
-            _abandon(running)
-            raise
-        _abandon(running)
-        raise RelayStopped
+            return await unless_cut(
+                work, lambda: self._cut_due(started, within), _CHECK_STOP_SECONDS
+            )
+        except CutShort:
+            raise RelayStopped from None
 
     async def _wait_for_database(
         self, what: str, exc: Exception, attempt: int, settling: bool = False
@@ -997,12 +997,6 @@ class Relay:
 
     def _grace_over(self) -> bool:
         return self._since_stop() >= self.config.stop_grace
-
-
-def _abandon(running: asyncio.Future[Any]) -> None:
-    """Cancel ``running`` and leave it to end on its own, its outcome read when it does."""
-    running.cancel()
-    running.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
 
 
 def _too_large(future: asyncio.Future[Any]) -> bool:

@@ -28,10 +28,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from app.errors import BatchGivenUp
 from app.pipeline.classify import Fault, fault_of, is_infrastructure, signature
+from app.pipeline.together import CutShort, unless_cut
 
 T = TypeVar("T")
 log = logging.getLogger("effectively_once.pause")
@@ -146,34 +147,30 @@ async def _while_held(what: str, operation: Callable[[], Awaitable[T]], holds: H
     runs; cancelled, and ``BatchGivenUp``, once it was false for ``CUT_AFTER_SECONDS``. Not
     waited for once cancelled: what it winds down (a rollback on a silent connection) ends
     at the driver's deadlines, in the background."""
-    running: asyncio.Future[T] = asyncio.ensure_future(operation())
-    lost_since: float | None = None
     try:
-        while True:
-            done, _ = await asyncio.wait({running}, timeout=CHECK_EVERY_SECONDS)
-            if done:
-                return running.result()
-            if holds():
-                lost_since = None
-                continue
-            lost_since = lost_since if lost_since is not None else time.monotonic()
-            if time.monotonic() - lost_since >= CUT_AFTER_SECONDS:
-                running.cancel()
-                running.add_done_callback(_retrieve)
-                raise BatchGivenUp(
-                    f"{what} was still running {CUT_AFTER_SECONDS:g} s after it stopped being "
-                    "this worker's (a rebalance, or the worker stopping): cut short"
-                )
-    except asyncio.CancelledError:
-        running.cancel()
-        running.add_done_callback(_retrieve)
-        raise
+        return await unless_cut(
+            operation(), _lost_for(holds, CUT_AFTER_SECONDS), CHECK_EVERY_SECONDS
+        )
+    except CutShort:
+        raise BatchGivenUp(
+            f"{what} was still running {CUT_AFTER_SECONDS:g} s after it stopped being "
+            "this worker's (a rebalance, or the worker stopping): cut short"
+        ) from None
 
 
-def _retrieve(cut: asyncio.Future[Any]) -> None:
-    """Read a cut attempt's end, so that asyncio does not log it as never retrieved."""
-    if not cut.cancelled():
-        cut.exception()
+def _lost_for(holds: Holds, seconds: float) -> Callable[[], bool]:
+    """True once ``holds()`` has been false for ``seconds`` (asked again each time)."""
+    since: float | None = None
+
+    def lost() -> bool:
+        nonlocal since
+        if holds():
+            since = None
+            return False
+        since = since if since is not None else time.monotonic()
+        return time.monotonic() - since >= seconds
+
+    return lost
 
 
 async def sleep_while_held(

@@ -12,12 +12,17 @@ sibling failed, the worker stops), within ``grace`` seconds. Past that (a
 broker that stays down), the work is cancelled after all: the batch was not
 acked, and its next run finds the committed events as duplicates and routes
 the failed ones again.
+
+``unless_cut`` is the other way round: it gives up on ``work`` once ``cut()`` says so
+(the batch is no longer the worker's, the relay is stopping) and cancels it without
+waiting for its wind-down, which on a connection gone silent ends only at the driver's
+deadlines.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -53,3 +58,33 @@ async def to_the_end(work: Awaitable[T], grace: float) -> T:
         finally:
             task.cancel()
         raise
+
+
+class CutShort(Exception):
+    """``unless_cut`` gave up on its work."""
+
+
+async def unless_cut(work: Awaitable[T], cut: Callable[[], bool], every: float) -> T:
+    """Await ``work``, asking ``cut()`` every ``every`` seconds while it runs; once true,
+    cancel ``work`` without waiting for it (``abandon``) and raise ``CutShort``. A
+    cancellation of the caller cancels ``work`` the same way."""
+    running = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({running}, timeout=every)
+            if done:
+                return running.result()
+            if cut():
+                break
+    except BaseException:
+        abandon(running)
+        raise
+    abandon(running)
+    raise CutShort
+
+
+def abandon(running: asyncio.Future[Any]) -> None:
+    """Cancel ``running`` and leave it to end on its own; its outcome is read when it does,
+    so that asyncio does not log it as never retrieved."""
+    running.cancel()
+    running.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
