@@ -12,6 +12,7 @@ from __future__ import annotations
 from app.errors import ConfigurationError
 
 DEFAULT_PORT = 9092
+SCHEMES = ("kafka", "aiokafka")  # faust's words for its Kafka driver
 NO_LOGIN = (
     "a broker address in it holds a user name or password (the value is not shown): give "
     "them as BROKER_SASL_USERNAME and BROKER_SASL_PASSWORD, with BROKER_SECURITY_PROTOCOL "
@@ -34,6 +35,12 @@ def check_broker_url(broker_url: str) -> None:
 def bootstrap_servers(broker_url: str) -> list[str]:
     """faust's ``kafka://h1:9092;kafka://h2:9092`` (or ``,``) → ``["h1:9092", "h2:9092"]``;
     a server without a port gets Kafka's, 9092, as faust and aiokafka give it."""
+    for part in _parts(broker_url):
+        scheme = part.split("://", 1)[0] if "://" in part else None
+        if scheme is not None and scheme.lower() not in SCHEMES:
+            raise ConfigurationError(
+                f"BROKER_URL: {scheme + '://'!r} is no Kafka scheme (write kafka://host:9092)"
+            )
     servers = [_with_port(part.split("://", 1)[-1].rstrip("/")) for part in _parts(broker_url)]
     if not servers:
         raise ConfigurationError(f"BROKER_URL names no broker: {broker_url!r}")
@@ -44,6 +51,11 @@ def _with_port(server: str) -> str:
     if not server or server.startswith(":"):
         named = f"{server!r} names" if server else "a server in it names"
         raise ConfigurationError(f"BROKER_URL: {named} no host (write kafka://host:9092)")
+    if "/" in server or any(c.isspace() for c in server):
+        # ``kafka//h:9092`` (a colon left out) would be looked up as a host, and waited for.
+        raise ConfigurationError(
+            f"BROKER_URL: {server!r} is no host and port (write kafka://host:9092)"
+        )
     host, colon, port = server.rpartition(":")
     if not colon or host.endswith(":") or port.endswith("]"):  # no port; an IPv6 address
         return f"{server}:{DEFAULT_PORT}"

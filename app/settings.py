@@ -304,6 +304,13 @@ def check_redis_url(url: str) -> None:
             "the port of the Redis URL is not a number between 0 and 65535 (a password holding "
             "'#', '?' or '/' must be written percent-encoded: %23, %3F, %2F)"
         ) from None
+    database = parts.path.strip("/")
+    if parts.scheme != "unix" and database and not database.isdigit():
+        # redis-py ignores such a path: the prefilter would share database 0 unasked.
+        raise ValueError(
+            "the path of the Redis URL names no database: write /<number> (e.g. /0), or "
+            "nothing for database 0"
+        )
     require("redis", "redis", "REDIS_URL")
     from redis.connection import parse_url
 

@@ -7,7 +7,9 @@ gives it (before, the framework's checks read the host as the port and waited fo
 a broker they could never reach, with ``/ready`` red, while faust had connected);
 a port that is not a number from 1 to 65535 is a ``ConfigurationError`` naming the
 server, and so is a URL naming no server, or a server without a host (``kafka://``:
-the worker waited for it without answering ``/ready``). The settings refuse each of them
+the worker waited for it without answering ``/ready``), or one that is no host and port
+(``kafka//h:9092``, a colon left out: the worker looked the whole text up as a host and
+waited for it). The settings refuse each of them
 at start, so every command says so in one line: ``python -m app relay`` printed a
 traceback for them.
 """
@@ -34,6 +36,8 @@ from app.settings import Settings, describe
         ("kafka://broker.example.com:9094/", ["broker.example.com:9094"]),
         ("kafka://[::1]", ["[::1]:9092"]),
         ("kafka://[::1]:9093", ["[::1]:9093"]),
+        ("aiokafka://h1:9093", ["h1:9093"]),
+        ("KAFKA://h1:9093", ["h1:9093"]),
     ],
 )
 def test_each_server_has_a_host_and_a_port(url: str, servers: list[str]) -> None:
@@ -48,6 +52,12 @@ def test_each_server_has_a_host_and_a_port(url: str, servers: list[str]) -> None
         (" ; ", "BROKER_URL names no broker"),
         ("kafka://", "a server in it names no host"),
         ("kafka://:9092", "':9092' names no host"),
+        ("kafka//127.0.0.1:9092", "'kafka//127.0.0.1:9092' is no host and port"),
+        ("kafka:///broker:9092", "'/broker:9092' is no host and port"),
+        ("kafka://broker:9092/x", "'broker:9092/x' is no host and port"),
+        ("kafka://my broker:9092", "'my broker:9092' is no host and port"),
+        ("http://127.0.0.1:9092", "'http://' is no Kafka scheme"),
+        ("kafka://a:9092;https://b:9092", "'https://' is no Kafka scheme"),
     ],
 )
 def test_a_server_no_client_can_reach_is_refused(url: str, message: str) -> None:
@@ -55,7 +65,7 @@ def test_a_server_no_client_can_reach_is_refused(url: str, message: str) -> None
         bootstrap_servers(url)
 
 
-BAD_URLS = ["kafka://broker:9o92", "kafka://", "kafka://:9092", " ; "]
+BAD_URLS = ["kafka://broker:9o92", "kafka://", "kafka://:9092", " ; ", "kafka//broker:9092"]
 
 
 @pytest.mark.parametrize("url", BAD_URLS)

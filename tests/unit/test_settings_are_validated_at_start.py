@@ -182,6 +182,8 @@ def test_the_database_url_gets_an_async_driver(url: str, expected: str) -> None:
         ("app_id", "orders service"),
         ("app_id", ""),
         ("redis_url", "redis://:pw@127.0.0.1:6379/0?socket_timeout=abc"),
+        ("redis_url", "redis://:pw@127.0.0.1:6379/notadb"),  # redis-py took it for db 0
+        ("redis_url", "redis://127.0.0.1:6379/1/2"),
         ("default_aggregate_type", ""),
         ("default_aggregate_type", "x" * 101),
         ("default_aggregate_type", "ORDER\x00"),
@@ -228,6 +230,13 @@ def test_every_password_a_database_url_holds_is_a_secret(url: str, secret: str) 
 def test_the_client_keys_password_is_a_secret() -> None:
     url = "postgresql://u@h/orders?sslmode=require&sslcert=/c&sslkey=/k&sslpassword=hunter%232"
     assert {"hunter%232", "hunter#2"} <= set(url_secrets(url))
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://127.0.0.1:6379", "redis://127.0.0.1:6379/", "rediss://h:6380/15"]
+)
+def test_a_redis_url_naming_a_database_by_number_or_none_is_taken(url: str) -> None:
+    assert Settings(redis_url=url).redis_url == url
 
 
 def test_a_redis_password_with_a_reserved_character_is_a_secret() -> None:
