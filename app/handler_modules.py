@@ -39,12 +39,37 @@ def import_handler_modules(names: Sequence[str]) -> None:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            raise ConfigurationError(f"HANDLER_MODULES: cannot import {name!r}: {exc}") from exc
+            # The listed module itself, or one that it imports (then: where).
+            missing = exc.name or ""
+            inside = "" if name == missing or name.startswith(f"{missing}.") else _where(exc)
+            raise ConfigurationError(
+                f"HANDLER_MODULES: cannot import {name!r}: {exc}{inside}"
+            ) from None
         except SyntaxError as exc:  # the file and line say it all: no traceback needed
             where = f"{exc.filename}, line {exc.lineno}" if exc.filename else "its source"
             raise ConfigurationError(
                 f"HANDLER_MODULES: {name!r} does not compile: {exc.msg} ({where})"
             ) from None
+        except ConfigurationError:
+            raise  # a @handler's own mistake, said in its words
+        except Exception as exc:  # the module's code failed as it ran: what and where
+            raise ConfigurationError(
+                f"HANDLER_MODULES: importing {name!r} failed: {type(exc).__name__}: {exc}"
+                f"{_where(exc)}"
+            ) from None
+
+
+def _where(exc: BaseException) -> str:
+    """`` (file, line N)`` of the innermost frame of ``exc``'s traceback outside Python's
+    import machinery: the line of the handler package that failed."""
+    found = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not filename.startswith("<frozen"):
+            found = f" ({filename}, line {tb.tb_lineno})"
+        tb = tb.tb_next
+    return found
 
 
 def check_allowlist(registry: Registry, names: Sequence[str]) -> None:
