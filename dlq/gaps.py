@@ -8,6 +8,10 @@ does for a dead event: the named consumer takes that version without running a
 handler, and its parked successors then apply in order. Nothing is written to the
 database here; the worker does that, in its own transaction, like any skip.
 
+A missing version that was sent and failed (dead in the DLT, in a retry tier, or poison)
+is refused, naming the command that settles it (``blocking``): skipped here, its
+failure would stay open, its dead-letter alert firing and its record replayable.
+
 Each skip record is an envelope of event type ``VersionGivenUp`` whose ``eventId`` is
 derived from the consumer, the aggregate and the version: releasing twice publishes the
 same event again, which the consumer's dedup absorbs.
@@ -27,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db.tables import aggregate_version, parked_event
 from app.kafka_clients import KafkaClients
 from dlq import headers as h
+from dlq.blocking import open_failures
 from dlq.broker import replayer
 from dlq.errors import CommandError, NothingMatched
 from dlq.records import OutRecord
@@ -126,6 +131,8 @@ async def release(
     with ``execute``, publish a skip record for each."""
     async with failure_store(database_url) as store:
         gap = await find_gap(store.engine, consumer, *aggregate)
+        async with store.engine.connect() as conn:
+            failed = await open_failures(conn, consumer, *aggregate, gap.missing)
     name = f"{gap.aggregate_type}:{gap.aggregate_id}"
     last = "none" if gap.last_applied is None else str(gap.last_applied)
     out.print(
@@ -135,6 +142,14 @@ async def release(
     if not gap.missing:
         out.print("no version is missing: the parked events apply with the aggregate's next batch")
         return
+    if failed:
+        # Sent and failed, not lost: skipping them here would leave their failures open.
+        for version, failure in sorted(failed.items()):
+            out.print(f"version {version} {failure.describe(consumer)}")
+        raise CommandError(
+            f"version(s) {', '.join(map(str, sorted(failed)))} were sent and failed: settle "
+            "them as above; release gives up only versions that never came"
+        )
     versions = ", ".join(map(str, gap.missing))
     if not execute:
         out.print(f"would give up version(s) {versions}; add --execute to do it")

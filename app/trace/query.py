@@ -30,6 +30,7 @@ from app.db.tables import (
     parked_event,
 )
 from app.outbox.status import RECORD_AGGREGATE_TYPE
+from dlq.blocking import OpenFailure, open_failures
 from schemas.ids import id_spellings
 
 
@@ -131,7 +132,9 @@ async def _trace(conn: AsyncConnection, event_id: str, consumers: Sequence[str] 
             for row in consumed
             if row["consumer_group"] == name
         ]
-        mine += [_parked(row, last) for row in parked if row["consumer_group"] == name]
+        for row in parked:
+            if row["consumer_group"] == name:
+                mine.append(_parked(row, last, await _blocker(conn, row, last)))
         if not mine:
             mine = [_unrecorded(name, version, last)]
         findings.extend(mine)
@@ -222,18 +225,31 @@ def _taken(row: Mapping[str, Any]) -> Finding:
     return Finding(row["consumer_group"], "skipped", _moment(row["applied_at"]), detail)
 
 
-def _parked(row: Mapping[str, Any], last: int | None) -> Finding:
+async def _blocker(
+    conn: AsyncConnection, row: Mapping[str, Any], last: int | None
+) -> OpenFailure | None:
+    """The failure of the version ``row`` (parked) waits for, if that one failed."""
     waiting_for = (last or 0) + 1
-    release = (
-        f"python -m dlq release --consumer {row['consumer_group']} "
-        f"--aggregate {row['aggregate_type']}:{row['aggregate_id']}"
+    found = await open_failures(
+        conn, row["consumer_group"], row["aggregate_type"], row["aggregate_id"], [waiting_for]
     )
+    return found.get(waiting_for)
+
+
+def _parked(row: Mapping[str, Any], last: int | None, blocker: OpenFailure | None) -> Finding:
+    waiting_for = (last or 0) + 1
+    if blocker is not None:
+        why = f", which {blocker.describe(row['consumer_group'])}"
+    else:
+        why = (
+            " (never sent? python -m dlq release --consumer "
+            f"{row['consumer_group']} --aggregate {row['aggregate_type']}:{row['aggregate_id']})"
+        )
     return Finding(
         row["consumer_group"],
         "parked",
         _moment(row["parked_at"]),
-        f"version {row['aggregate_version']} waits for version {waiting_for} "
-        f"(never sent? {release})",
+        f"version {row['aggregate_version']} waits for version {waiting_for}{why}",
         {"waiting_for_version": waiting_for, "last_applied_version": last},
     )
 

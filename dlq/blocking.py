@@ -1,0 +1,74 @@
+"""The failures that hold a consumer's parked events back: a missing version that is dead.
+
+A consumer's parked events of an aggregate wait for the version after its last applied
+one. When that version failed (its event dead in the DLT, or on its way through a retry
+tier, or poison whose envelope names it), it was sent: the operator replays it once the
+cause is fixed, or skips it (``dlq skip``, which also settles its failure row), and
+``dlq release``, which is for versions never sent, is the wrong tool. ``open_failures``
+finds such failures; ``trace`` and ``release`` name them and the command that fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.db.tables import failed_event
+from dlq.dead import SETTLED
+
+
+@dataclass(frozen=True, slots=True)
+class OpenFailure:
+    """A failure of one of an aggregate's versions, not settled: for ``consumer`` (``""``:
+    poison, nobody's)."""
+
+    consumer: str
+    version: int
+    event_id: str | None
+    status: str
+    reason: str
+
+    def remedy(self, waiting: str) -> str:
+        """The commands that settle it for ``waiting`` (the consumer whose events wait)."""
+        if self.event_id is None:
+            return "python -m dlq list, then replay or skip it by its position"
+        named = f"--event-id {self.event_id}"
+        alone = f" --for-consumer {waiting}" if not self.consumer else ""
+        return f"python -m dlq replay {named} once fixed, or python -m dlq skip {named}{alone}"
+
+    def describe(self, waiting: str) -> str:
+        """How it failed and what settles it, in one line."""
+        whose = f"poison, {self.reason}" if not self.consumer else f"{self.status}, {self.reason}"
+        event = f"event {self.event_id}" if self.event_id else "its event"
+        return f"failed ({event}: {whose}): {self.remedy(waiting)}"
+
+
+async def open_failures(
+    conn: AsyncConnection,
+    consumer: str,
+    aggregate_type: str,
+    aggregate_id: str,
+    versions: Collection[int],
+) -> dict[int, OpenFailure]:
+    """The unsettled failures of ``versions`` of the aggregate, for ``consumer`` or poison,
+    by version (the consumer's own first)."""
+    if not versions:
+        return {}
+    t = failed_event
+    query = select(
+        t.c.consumer_group, t.c.aggregate_version, t.c.event_id, t.c.status, t.c.reason
+    ).where(
+        t.c.consumer_group.in_((consumer, "")),
+        t.c.aggregate_type == aggregate_type,
+        t.c.aggregate_id == aggregate_id,
+        t.c.aggregate_version.in_(sorted(versions)),
+        t.c.status.not_in([status.value for status in SETTLED]),
+    )
+    found: dict[int, OpenFailure] = {}
+    for owner, version, event_id, status, reason in await conn.execute(query):
+        if version not in found or owner:
+            found[version] = OpenFailure(owner, version, event_id, status, reason)
+    return found
