@@ -111,6 +111,14 @@ def log_thread_exception(args: Any) -> None:
     )
 
 
+def capture_thread_exceptions(*_: Any, **__: Any) -> None:
+    """Log an exception that ends a thread as one record (``log_thread_exception``), in
+    either log format; a receiver of faust's ``on_worker_init``. Python's own hook
+    writes the traceback to stderr in pieces, and faust's worker logs each piece: a
+    hundred records, most of them a lone ``^``."""
+    threading.excepthook = log_thread_exception
+
+
 def capture_standard_streams(*_: Any, **__: Any) -> None:
     """Route stdout (INFO) and stderr (WARNING) into logging and log an exception that
     ends a thread; a receiver of faust's ``on_worker_init``. Idempotent."""

@@ -36,6 +36,9 @@ aiokafka leaves a partition with nothing committed yet where its fetch left it, 
 records that were fetched and never processed. Those were then counted as skipped
 and committed past: the group's first seconds lost events at its first rebalance.
 The consumer takes such a partition back to its earliest offset (``rewind``).
+
+Its close is bounded, and a cancellation aiokafka's close lets escape ends it
+(``consumer_close``).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import faust
@@ -54,6 +58,7 @@ from faust.transport.drivers import aiokafka as driver
 from faust.transport.producer import Producer as FaustProducer
 
 from app.runtime.broker_wait import until_connected
+from app.runtime.consumer_close import close_within
 from app.runtime.drain import drain_messages
 from app.runtime.offsets import add_gap, new_offset, read_before, with_floor
 
@@ -146,6 +151,7 @@ def consumer_class(fetch_max_wait_ms: int, fetch_min_bytes: int = 1) -> type[dri
 
         def _create_worker_consumer(self, transport: Any) -> Any:
             consumer = super()._create_worker_consumer(transport)
+            consumer.stop = partial(close_within, consumer.stop)
             # Read by AIOKafkaConsumer.start(), which builds the fetcher; start() comes after.
             consumer._fetch_max_wait_ms = fetch_max_wait_ms
             consumer._fetch_min_bytes = fetch_min_bytes
