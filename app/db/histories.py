@@ -30,7 +30,7 @@ FRAMEWORK_VERSIONS = Path(__file__).with_name("migrations") / "versions"
 # Alembic history in the same database.
 VERSION_TABLE = "effectively_once_version"
 FOLDER = "migrations"
-_MAX_NAME = 63  # PostgreSQL's identifier limit (MySQL's is 64)
+MAX_NAME = 63  # PostgreSQL's identifier limit (MySQL's is 64)
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,6 @@ def handler_history(module: str) -> History | None:
 def version_table_of(package: str) -> str:
     """``effectively_once_version_<package>``, dots as underscores, cut to an identifier's size."""
     name = f"{VERSION_TABLE}_{package.replace('.', '_')}"
-    if len(name) <= _MAX_NAME:
+    if len(name) <= MAX_NAME:
         return name
-    return f"{name[: _MAX_NAME - 9]}_{zlib.crc32(name.encode()):08x}"
+    return f"{name[: MAX_NAME - 9]}_{zlib.crc32(name.encode()):08x}"

@@ -31,6 +31,7 @@ import sys
 import zlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import NoReturn
 from weakref import WeakKeyDictionary
 
@@ -38,6 +39,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.util import CommandError
 from sqlalchemy import Connection, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db import revisions
@@ -47,6 +49,7 @@ from app.db.histories import VERSION_TABLE as VERSION_TABLE
 from app.db.timeouts import MIGRATION_TIMEOUTS
 from app.db.urls import normalise_database_url, shown
 from app.errors import ConfigurationError
+from app.pipeline.classify import is_infrastructure
 
 MIGRATIONS_DIR = FRAMEWORK.versions.parent
 log = logging.getLogger("effectively_once.migrate")
@@ -95,7 +98,12 @@ async def upgrade(database_url: str, chain: Sequence[History]) -> None:
             migration_lock(connection),
         ):
             for history in chain:
-                await connection.run_sync(_upgrade, history, "heads")
+                try:
+                    await connection.run_sync(_upgrade, history, "heads")
+                except DBAPIError as exc:
+                    if is_infrastructure(exc):
+                        raise  # waited for and tried again, as any outage
+                    raise ConfigurationError(_failed(history, exc)) from None
     finally:
         await engine.dispose()
 
@@ -128,6 +136,21 @@ def _upgrade(connection: Connection, history: History, revision: str) -> None:
         command.upgrade(config, revision)
     except CommandError as exc:  # a history Alembic cannot follow (a revision file missing)
         raise ConfigurationError(f"cannot migrate with {history.versions}: {exc}") from None
+
+
+def _failed(history: History, exc: DBAPIError) -> str:
+    """A revision the database refuses (a mistake in it, not an outage): which one, where,
+    and the database's reason, in one line."""
+    where, folder = str(history.versions), history.versions.resolve()
+    tb = exc.__traceback__
+    while tb is not None:
+        path = Path(tb.tb_frame.f_code.co_filename)
+        if path.resolve().parent == folder:
+            where = f"{path}, line {tb.tb_lineno}"
+        tb = tb.tb_next
+    lines = str(exc.orig or exc).strip().splitlines()
+    reason = lines[0] if lines else type(exc.orig or exc).__name__
+    return f"the database refused the migration at {where}: {reason}"
 
 
 @asynccontextmanager

@@ -17,10 +17,10 @@ from typing import Any
 import faust
 from mode.supervisors import CrashingSupervisor
 
-from app.errors import BatchGivenUp
+from app.errors import BatchGivenUp, ConfigurationError
 from app.kafka_clients import KafkaClients
 from app.logging_setup import worker_logging_options
-from app.logging_streams import capture_standard_streams
+from app.logging_streams import capture_standard_streams, capture_thread_exceptions
 from app.monitoring.progress import Progress
 from app.monitoring.readiness import Check
 from app.outbox.topics import TopicMaker
@@ -29,11 +29,11 @@ from app.runtime import due
 from app.runtime.ahead import Ahead
 from app.runtime.assignor import PartitionAssignor
 from app.runtime.batches import run_batches
-from app.runtime.broker_wait import wait_for_broker
+from app.runtime.boot import WebFirst, refuse
 from app.runtime.garbage import tune_garbage_collector
 from app.runtime.inbox import Inbox
 from app.runtime.intake import Intake
-from app.runtime.services import Services, start_services
+from app.runtime.services import Services, Starting, start_services
 from app.runtime.transport import Transport, set_fetch
 from app.runtime.web import add_observability
 from app.settings import Settings
@@ -74,13 +74,17 @@ def create_app(
     )
     if settings.log_format == "json":
         app.on_worker_init.connect(capture_standard_streams)
+    else:
+        app.on_worker_init.connect(capture_thread_exceptions)
     app.broker_clients = clients
     app.inboxes = {}
     if settings.topics_declare:
         app.topics_first = _declarer(settings)
     set_fetch(app, settings.fetch_max_wait_ms, settings.fetch_min_bytes)
-    services = _LazyServices(settings, registry)
-    progress = add_observability(app, settings, registry, clients, services.relay_health)
+    services = _LazyServices(settings, registry, partial(refuse, app))
+    progress = add_observability(
+        app, settings, registry, clients, services.relay_health, services.starting.check
+    )
     base = settings.order_topic
     _agent(app, _topic(app, settings, base), services, progress, "main", tier_delay=None)
     for delay in settings.retry_delay_seconds:
@@ -98,13 +102,14 @@ def create_app(
 
 
 class App(faust.App):
-    """faust's app, with a member URL that a static member keeps across restarts, its
-    topics created before its consumer subscribes, and our transport
-    (``app.runtime.transport``)."""
+    """faust's app, with a member URL that a static member keeps across restarts, its web
+    port up before it waits for the broker and its topics created before its consumer
+    subscribes (``app.runtime.boot``), and our transport (``app.runtime.transport``)."""
 
+    BootStrategy = WebFirst
     # Creates the consumed topics (TOPICS_DECLARE); None: faust's own declaration only.
     topics_first: Callable[[], Awaitable[None]] | None = None
-    # Waited for before anything of faust connects (``broker_wait``); None: not waited for.
+    # Waited for before faust's clients connect (``broker_wait``); None: not waited for.
     broker_clients: KafkaClients | None = None
     # The agents' topics, whose records the fetch loop hands to their inboxes (``inbox``).
     inboxes: dict[str, Inbox]
@@ -116,10 +121,6 @@ class App(faust.App):
             # static member to be the member's own; ``faust worker --web-port`` sets it
             # from the host and port, which a restart may change.
             self.conf.canonical_url = f"http://{instance}"  # type: ignore[assignment]
-        if self.broker_clients is not None:
-            await wait_for_broker(self.broker_clients)
-        if self.topics_first is not None:
-            await self.topics_first()
         await super().on_first_start()
 
     def _new_transport(self) -> Any:
@@ -236,13 +237,21 @@ class _LazyServices:
     would otherwise run on, its rows ``PROCESSING``, until the process ended), and the
     agent waits for its cancellation, which the stop brings next."""
 
-    def __init__(self, settings: Settings, registry: Registry) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        refuse: Callable[[ConfigurationError], None] | None = None,
+    ) -> None:
         self.settings = settings
         self._registry = registry
+        self._refuse = refuse
         self._lock = asyncio.Lock()
         self._services: Services | None = None
         self._undeclared: list[Any] = []
         self._closed = False
+        self._refused = False
+        self.starting = Starting()
 
     def declare(self, topic: Any) -> None:
         """Create ``topic`` (if missing) before the first batch is processed."""
@@ -250,17 +259,28 @@ class _LazyServices:
 
     async def get(self) -> Services:
         async with self._lock:
-            if self._closed:
+            if self._closed or self._refused:
                 await asyncio.Future()  # stopping: nothing is started any more
             if self._services is None:
+                self.starting.at("declaring the dead-letter topic")
                 for topic in self._undeclared:
                     await topic.maybe_declare()
-                services = await start_services(self.settings, self._registry)
+                try:
+                    services = await start_services(self.settings, self._registry, self.starting)
+                except ConfigurationError as exc:
+                    if self._refuse is None:
+                        raise
+                    # A mistake, not an outage: one line, and the worker stops (exit code 2).
+                    self._refused = True
+                    self.starting.at(f"refused: {exc}")
+                    self._refuse(exc)
+                    await asyncio.Future()  # until the stop cancels this agent
                 if self._closed:
                     await services.close()
                     log.info("the worker is stopping: the services started meanwhile are closed")
                     await asyncio.Future()  # until the stop cancels this agent
                 self._services = services
+                self.starting.done = True
                 # Start-up is over: what exists now lives as long as the worker.
                 tune_garbage_collector(self.settings.gc_young_threshold)
             return self._services

@@ -19,6 +19,7 @@ from app.errors import ConfigurationError
 from app.failure_detail import FailureDetailPolicy
 from app.handler_modules import check_allowlist, import_handler_modules
 from app.monitoring import pauses
+from app.monitoring.readiness import Check
 from app.outbox.runner import RelayRunner
 from app.outbox.topics import TopicMaker
 from app.pipeline.classify import is_infrastructure
@@ -75,9 +76,40 @@ class Services:
         await dispose(self.engine)
 
 
-async def start_services(settings: Settings, registry: Registry) -> Services:
+@dataclass
+class Starting:
+    """What a worker's start is doing (``start_services``), for ``/ready``: a worker whose
+    start is not done (its schema not migrated, its database not answering) processes no
+    batch, whatever partitions it holds."""
+
+    step: str = "not begun (it begins as the consumer starts, once the broker answers)"
+    paused: str | None = None  # why the step waits, while it does
+    done: bool = False
+
+    def at(self, step: str) -> None:
+        """The start goes on to ``step``."""
+        self.step, self.paused = step, None
+
+    def on_pause(self, what: str, exc: BaseException, delay: float) -> None:
+        """``OnPause`` of a start-up step: counted as any pause, and said by ``check``."""
+        pauses.on_pause(what, exc, delay)
+        lines = scrub(str(exc)).strip().splitlines()
+        self.paused = f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
+
+    def check(self) -> Check:
+        """``/ready``'s ``start`` check."""
+        if self.done:
+            return Check("start", True, "done")
+        waits = f"; waiting, it met {self.paused}" if self.paused else ""
+        return Check("start", False, f"not done: {self.step}{waits}")
+
+
+async def start_services(
+    settings: Settings, registry: Registry, starting: Starting | None = None
+) -> Services:
     """Migrate (unless disabled), build the processor and start the relay (``RELAY_ENABLED``);
-    waits for the database to answer."""
+    waits for the database to answer. ``starting`` follows each step."""
+    starting = starting or Starting()
     backoff = Backoff(
         settings.infra_retry_initial_seconds,
         settings.infra_retry_max_seconds,
@@ -86,21 +118,23 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
     if settings.migrate_on_start:
         from app.db.migrate import upgrade_to_head
 
+        starting.at("migrating the schema")
         await retry_in_place(
             "schema migration",
             lambda: upgrade_to_head(settings.database_url, settings.handler_module_names),
             backoff,
-            on_pause=pauses.on_pause,
+            on_pause=starting.on_pause,
         )
         pauses.resumed()
     engine = create_engine(settings.database_url, settings.db_pool_size, settings.db_timeouts)
     prefilter = None
     if settings.redis_url:
+        starting.at("reading the database's identity")
         identity = await retry_in_place(
             "reading the database's identity",
             lambda: _identity(engine),
             backoff,
-            on_pause=pauses.on_pause,
+            on_pause=starting.on_pause,
         )
         pauses.resumed()
         prefilter = build_prefilter(settings, identity)
@@ -132,6 +166,7 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
         "on" if prefilter else "off (REDIS_URL unset)",
     )
     warn_if_the_example_runs(settings)
+    starting.at("declaring the topics the handlers emit to")
     if relay is not None:
         await relay.declare(registry.emitted_topics)
         relay.start()
@@ -144,6 +179,7 @@ async def start_services(settings: Settings, registry: Registry) -> Services:
     # After the relay started: a database slow to answer delays the first batch's
     # connections, never the relay's rows. A start cancelled meanwhile (SIGTERM) stops
     # the relay it started: nobody else holds it yet.
+    starting.at("opening the consumers' database connections")
     try:
         await open_ahead(processor)
     except BaseException:

@@ -91,11 +91,13 @@ def add_observability(
     registry: Registry,
     clients: KafkaClients,
     relay_health: Callable[[], readiness.Check | None] = lambda: None,
+    start_health: Callable[[], readiness.Check] | None = None,
 ) -> Progress:
     """Serve the three pages, sample parking every 10 s; returns the agent's ``Progress``.
 
     ``clients`` makes the broker check's connection (the worker's own settings);
-    ``relay_health`` is the in-worker relay's check (None while it does not run)."""
+    ``relay_health`` is the in-worker relay's check (None while it does not run);
+    ``start_health`` says whether the worker's start (migrations, connections) is done."""
     progress = Progress()
     database = _Database(settings.database_url, settings.db_timeouts)
     partitions = FaustPartitions(app)
@@ -150,7 +152,9 @@ def add_observability(
             relay = relay_health()
             if relay is None and not settings.relay_enabled:
                 relay = await readiness.outbox(database.engine, settings.relay_stall_seconds)
-            checks = (db, broker, assigned, stalled, *([relay] if relay is not None else []))
+            start = [start_health()] if start_health is not None else []
+            more = [relay] if relay is not None else []
+            checks = (db, broker, *start, assigned, stalled, *more)
             report = readiness.Readiness(checks)
             return self.json(report.body(), status=200 if report.ok else 503)
 

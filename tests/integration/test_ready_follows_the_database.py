@@ -49,7 +49,14 @@ async def test_ready_is_503_while_the_database_is_gone_and_200_when_it_is_back(
     worker = workers.start(database_url)
     body = await readiness_is(worker, 200, within=60)
     assert body["failed"] == []
-    assert set(body["checks"]) == {"database", "broker", "partitions", "progress", "relay"}
+    assert set(body["checks"]) == {
+        "database",
+        "broker",
+        "start",
+        "partitions",
+        "progress",
+        "relay",
+    }
     assert await get_json(worker, "/health") == (200, {"status": "alive"})
 
     await on_postgres_server(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -35,7 +35,7 @@ def starts(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, list[Started
     """``start_services`` waits for the event, then builds a ``Started``."""
     release, built = asyncio.Event(), list[Started]()
 
-    async def start_services(settings: Settings, registry: Registry) -> Any:
+    async def start_services(settings: Settings, registry: Registry, starting: Any) -> Any:
         await release.wait()
         built.append(Started())
         return built[-1]

@@ -19,7 +19,7 @@ from typing import Any
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from app.db.histories import VERSION_TABLE
+from app.db.histories import MAX_NAME, VERSION_TABLE
 from app.db.tables import metadata
 
 
@@ -37,6 +37,9 @@ def run_migrations(connection: Connection) -> None:
         connection=connection,
         target_metadata=metadata if version_table == VERSION_TABLE else None,
         version_table=version_table,
+        # Alembic names the table's primary key ``<table>_pkc``: a table named at the
+        # identifier's limit (a long package name, ``histories``) gets none.
+        version_table_pk=len(f"{version_table}_pkc") <= MAX_NAME,
         include_object=_only_known_tables,
     )
     with context.begin_transaction():
