@@ -11,6 +11,8 @@ from importlib import import_module
 
 import typer
 
+from app.cli_run import run
+
 COMMAND_MODULES = (
     "app.demo.cli",
     "app.demo.broker_cli",
@@ -38,8 +40,8 @@ def build_cli() -> typer.Typer:
 
 def main() -> None:
     """Entry point of the ``effectively-once`` console script."""
-    build_cli()(prog_name="effectively-once")
+    run(build_cli(), "effectively-once")
 
 
 if __name__ == "__main__":
-    build_cli()(prog_name="python -m app")
+    run(build_cli(), "python -m app")

@@ -24,6 +24,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from app.cli_run import run
 from app.errors import ConfigurationError
 from app.kafka_clients import KafkaClients
 from app.settings import Settings, describe
@@ -348,4 +349,4 @@ def register(parent: typer.Typer) -> None:
 
 def main() -> None:
     """Entry point of ``python -m dlq``."""
-    cli(prog_name="python -m dlq")
+    run(cli, "python -m dlq")

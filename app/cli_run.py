@@ -1,0 +1,36 @@
+"""Run a command line: a usage mistake is one line on stderr and exit code 2.
+
+click (through typer) prints a usage mistake as the usage line, a hint, and the message in
+a box drawn over several lines; a script or an operator's terminal then reads six lines
+for one mistake. ``run`` prints ``<prog>: error: <message> (see <command> --help)``
+instead; everything else (help, the commands' own output and exit codes) is click's.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import typer
+
+USAGE_EXIT_CODE = 2
+
+
+def run(cli: typer.Typer, prog_name: str, args: list[str] | None = None) -> NoReturn:
+    """Run ``cli`` as ``prog_name`` on ``args`` (default: the process's) and exit."""
+    command = typer.main.get_command(cli)
+    try:
+        returned = command.main(args=args, prog_name=prog_name, standalone_mode=False)
+    except typer.Abort:
+        print("Aborted!", file=sys.stderr)
+        raise SystemExit(1) from None
+    except typer.TyperException as exc:  # click's exceptions, as typer ships them
+        code = getattr(exc, "exit_code", 1)
+        message = " ".join(str(getattr(exc, "format_message", exc.__str__)()).split())
+        if code == USAGE_EXIT_CODE:  # a usage mistake: its context names the command
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else prog_name
+            message = f"{message} (see {where} --help)"
+        print(f"{prog_name}: error: {message}", file=sys.stderr)
+        raise SystemExit(code) from None
+    raise SystemExit(returned if isinstance(returned, int) else 0)
