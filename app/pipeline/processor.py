@@ -168,6 +168,7 @@ class BatchProcessor:
                 if (mine := [e for e in events if e.trip.consumer in (None, name)])
             ]
             _warn_unknown_targets(events, self.registry)
+            _note_unknown_types(events)
             if self.concurrent_consumers:
                 results = await all_or_none(runs)
             else:
@@ -378,6 +379,30 @@ def _warn_unknown_targets(events: list[Decoded], registry: Registry) -> None:
                 item.record.position,
                 target,
             )
+
+
+# The eventTypes no schema of this worker knows, each said once per process.
+_unknown_types_said: set[str] = set()
+MOST_UNKNOWN_TYPES_SAID = 1_000
+
+
+def _note_unknown_types(events: list[Decoded]) -> None:
+    """An eventType no payload model here knows takes effect for nobody and advances every
+    consumer's version (``docs/design.md``): legitimate on a topic shared with other
+    services, a silent loss when a producer misspelt a type. Said once per type, at INFO."""
+    for item in events:
+        if item.known or item.trip.skip:  # an operator's skip names no type a producer wrote
+            continue
+        event_type = item.event.event_type
+        if event_type in _unknown_types_said or len(_unknown_types_said) >= MOST_UNKNOWN_TYPES_SAID:
+            continue
+        _unknown_types_said.add(event_type)
+        log.info(
+            "eventType %r (first at %s) has no payload model in this worker: no handler runs "
+            "for it, and each consumer takes its version; a misspelt type reads the same way",
+            event_type,
+            item.record.position,
+        )
 
 
 async def _run_after_commit(ctx: HandlerContext, detail: FailureDetailPolicy) -> None:
