@@ -128,7 +128,7 @@ async def retry_in_place(
                 attempt,
                 delay,
                 type(exc).__name__,
-                str(exc) or _SILENT.get(type(exc), "(no message)"),
+                _text(exc) or _SILENT.get(type(exc), "(no message)"),
             )
             if on_pause is not None:
                 on_pause(what, exc, delay)
@@ -140,6 +140,16 @@ async def retry_in_place(
             if attempt:
                 log.warning("%s recovered after %d paused attempt(s)", what, attempt)
             return result
+
+
+def _text(exc: BaseException) -> str:
+    """The text of ``exc`` without SQLAlchemy's line pointing to its documentation (a record
+    of two lines for each pause)."""
+    lines = str(exc).splitlines()
+    return "\n".join(line for line in lines if not line.startswith(_BACKGROUND)).strip()
+
+
+_BACKGROUND = "(Background on this error at:"
 
 
 async def _while_held(what: str, operation: Callable[[], Awaitable[T]], holds: Holds) -> T:

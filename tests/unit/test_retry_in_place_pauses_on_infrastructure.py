@@ -124,3 +124,17 @@ async def test_cancellation_is_not_retried() -> None:
 
     assert operation.calls == 1
     assert sleep.delays == []
+
+
+def test_a_pause_is_one_line_without_sqlalchemys_documentation_link(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A pause's line leaves out SQLAlchemy's ``(Background on this error at: ...)``, which
+    made a refused connection's pause two lines."""
+    failure = OperationalError("SELECT 1", {}, ConnectionRefusedError("refused"))
+    assert "Background on this error" in str(failure)
+
+    asyncio.run(retry_in_place("reading", Flaky(failure), Backoff(jitter=0.0), FakeSleep()))
+
+    (record,) = [r for r in caplog.records if "infrastructure failure" in r.getMessage()]
+    assert "Background on this error" not in record.getMessage()
