@@ -1,4 +1,5 @@
-"""Run a command line: a usage mistake is one line on stderr and exit code 2.
+"""Run a command line: a usage mistake is one line on stderr and exit code 2; output that is
+piped keeps its columns (``output_console``).
 
 click (through typer) prints a usage mistake as the usage line, a hint, and the message in
 a box drawn over several lines; a script or an operator's terminal then reads six lines
@@ -8,12 +9,22 @@ instead; everything else (help, the commands' own output and exit codes) is clic
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import NoReturn
 
 import typer
+from rich.console import Console
 
 USAGE_EXIT_CODE = 2
+PIPED_WIDTH = 220
+
+
+def output_console() -> Console:
+    """The console a command prints its tables on: piped output is not cut to rich's 80
+    columns (unless ``COLUMNS`` says so): ids are long, and read by grep and scripts."""
+    wide = sys.stdout.isatty() or "COLUMNS" in os.environ
+    return Console(highlight=False, soft_wrap=True, width=None if wide else PIPED_WIDTH)
 
 
 def run(cli: typer.Typer, prog_name: str, args: list[str] | None = None) -> NoReturn:

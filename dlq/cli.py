@@ -15,7 +15,6 @@ import asyncio
 import getpass
 import logging
 import os
-import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -24,7 +23,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from app.cli_run import run
+from app.cli_run import output_console, run
 from app.errors import ConfigurationError
 from app.kafka_clients import KafkaClients
 from app.settings import Settings, describe
@@ -50,9 +49,7 @@ cli = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-# Piped output is not cut to 80 columns (unless COLUMNS says so): ids are long, and grep-able.
-_WIDE = sys.stdout.isatty() or "COLUMNS" in os.environ
-out = Console(highlight=False, soft_wrap=True, width=None if _WIDE else 220)
+out = output_console()
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.cli_run import output_console
 from app.db.engine import create_engine
 from app.db.urls import missing_sqlite_file, normalise_database_url, shown
 from app.handler_modules import import_handler_modules
@@ -59,7 +60,7 @@ def trace(
     if as_json:
         typer.echo(orjson.dumps(_as_json(found), default=_json_default, option=orjson.OPT_INDENT_2))
     elif found.found:
-        console = Console()
+        console = output_console()
         if found.findings:
             console.print(_table(found))
         if found.outbox:

@@ -258,6 +258,20 @@ def test_table_output(database_url: str) -> None:
         assert word in result.stdout
 
 
+def test_piped_table_output_keeps_its_columns(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Piped (no terminal, no ``COLUMNS``), the table is not cut to 80 columns: each
+    consumer's detail and command are whole, for grep and scripts."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    result = run(EVENT, "--database-url", database_url)
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout, result.stdout
+    assert "python -m dlq release --consumer inventory-service --aggregate Order:o-1" in (
+        result.stdout
+    ), result.stdout
+
+
 def test_an_unknown_event_exits_1_with_an_explanation(database_url: str) -> None:
     result = run("nobody-knows-me", "--database-url", database_url)
     assert result.exit_code == 1
