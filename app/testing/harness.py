@@ -215,13 +215,17 @@ class Harness:
         options.update(overrides)
         return BatchProcessor(session_factory(self.engine), self.registry, **options)
 
-    async def send(self, *events: Mapping[str, Any] | bytes | RawRecord) -> list[Outcome]:
+    async def send(
+        self, *events: Mapping[str, Any] | bytes | RawRecord, consumer: str | None = None
+    ) -> list[Outcome]:
         """Process ``events`` as one batch (envelopes, raw bytes or records, in this order
-        on one partition); returns what happened to each, per consumer."""
+        on one partition); returns what happened to each, per consumer: ``consumer``'s only
+        if named (and poison, which is no consumer's: ``Kind.POISON``, consumer ``""``)."""
         if self._processor is None:
             self._processor = self.processor()
         self._pauses = 0
-        return await self._processor.process([self.feed.of(e) for e in events])
+        found = await self._processor.process([self.feed.of(e) for e in events])
+        return _for(found, consumer)
 
     def _paused(self, what: str, exc: BaseException, _delay: float) -> None:
         """A worker pauses on an infrastructure failure until it recovers; a test stops after
@@ -233,10 +237,10 @@ class Harness:
                 f"would until it recovers: {type(exc).__name__}: {exc}"
             ) from exc
 
-    async def retry(self) -> list[Outcome]:
+    async def retry(self, consumer: str | None = None) -> list[Outcome]:
         """Deliver the retry records the outbox holds and that were not delivered yet, as their
         tier would once due; returns the outcomes (a failure again goes on to the next tier,
-        or to the DLT after the last)."""
+        or to the DLT after the last), ``consumer``'s only if named."""
         due = [
             (row_id, message)
             for row_id, message in await self._outbox()
@@ -248,7 +252,8 @@ class Harness:
         if self._processor is None:
             self._processor = self.processor()
         self._pauses = 0
-        return await self._processor.process([self.feed.delivered(m) for _, m in due])
+        found = await self._processor.process([self.feed.delivered(m) for _, m in due])
+        return _for(found, consumer)
 
     async def rows(self, table: Table, **where: Any) -> list[dict[str, Any]]:
         """The committed rows of ``table`` whose columns equal ``where``, as dicts."""
@@ -284,6 +289,13 @@ class Harness:
             query = select(outbox_event).order_by(outbox_event.c.id)
             found = [dict(row) for row in (await conn.execute(query)).mappings()]
         return [(row["id"], message_of(row)) for row in found]
+
+
+def _for(outcomes: list[Outcome], consumer: str | None) -> list[Outcome]:
+    """``consumer``'s outcomes and poison's (``None``: all)."""
+    if consumer is None:
+        return outcomes
+    return [o for o in outcomes if o.consumer in (consumer, "")]
 
 
 def registry_of(registry: Registry, modules: Sequence[str]) -> Registry:

@@ -81,3 +81,22 @@ async def test_a_payment_before_its_order_waits_and_numeric_ids_are_the_same_ord
                 ("100001", "payment_received"),
             ],
         }
+
+
+async def test_one_consumers_outcomes_and_poison_when_it_is_named() -> None:
+    """``send(..., consumer=C)`` and ``retry(consumer=C)`` return C's outcomes, in order, and
+    poison's (no consumer's), so that a package's test reads the same when another
+    consumer joins it."""
+    payment = paid("o-2")
+    async with Harness("handlers") as h:
+        outcomes = await h.send(
+            created("o-2"), payment, payment, b"not json", consumer="points-service"
+        )
+
+        assert [(o.consumer, o.kind) for o in outcomes] == [
+            ("", Kind.POISON),
+            ("points-service", Kind.APPLIED),
+            ("points-service", Kind.APPLIED),
+            ("points-service", Kind.DUPLICATE),
+        ]
+        assert await h.retry(consumer="points-service") == []
