@@ -28,6 +28,7 @@ from app.outbox.monitor import keep_sampling
 from app.outbox.relay import Relay, RelayConfig, RelayStopped
 from app.outbox.topics import TopicMaker
 from app.pipeline.pause import Backoff, OnPause
+from app.scrub import scrub
 from app.settings import Settings
 
 log = logging.getLogger("effectively_once.relay")
@@ -88,6 +89,8 @@ class RelayRunner:
     _unreachable: str | None = field(default=None, init=False)
     # What the ACLs deny the producer at start (InitProducerId), while the relay keeps trying.
     _denied: str | None = field(default=None, init=False)
+    # The failure the relay last paused on (a database that does not answer), until a cycle ends.
+    _paused_on: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         settings = self.settings
@@ -103,10 +106,21 @@ class RelayRunner:
             session_factory(self.engine),
             self.broker,
             config,
-            on_pause=self.on_pause,
+            on_pause=self._paused,
             topics=topics,
-            on_progress=self.on_progress,
+            on_progress=self._progressed,
         )
+
+    def _paused(self, what: str, exc: BaseException, delay: float) -> None:
+        lines = scrub(str(exc)).strip().splitlines()
+        self._paused_on = f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
+        if self.on_pause is not None:
+            self.on_pause(what, exc, delay)
+
+    def _progressed(self) -> None:
+        self._paused_on = None
+        if self.on_progress is not None:
+            self.on_progress()
 
     def start(self) -> None:
         """Run the relay (and the outbox sampler) in the background."""
@@ -189,6 +203,8 @@ class RelayRunner:
         idle = time.monotonic() - self.relay.last_cycle_at
         if idle > self.settings.relay_stall_seconds:
             why = f": cannot reach the broker ({self._unreachable})" if self._unreachable else ""
+            if self._paused_on and not why:
+                why = f": it waits, paused on {self._paused_on}"
             return readiness.Check("relay", False, f"no relay cycle ended for {idle:.0f}s{why}")
         return readiness.Check(
             "relay", True, f"last cycle {idle:.1f}s ago, {self.relay.published} row(s) published"

@@ -114,3 +114,31 @@ async def test_only_cycles_that_keep_ending_pass(tmp_path: Path, hangs: bool) ->
         assert relay_failed() == 0
     relay_runner.relay.stop()
     await relay_runner.stop()
+
+
+async def test_a_relay_paused_on_its_database_names_the_failure(tmp_path: Path) -> None:
+    """Stalled while it pauses on a database that does not answer, the check says what the
+    relay met (its text scrubbed of passwords), not only how long no cycle ended; a cycle
+    that ends forgets it. (A standalone relay's ``/ready`` said only "no relay cycle ended
+    for 9s".)"""
+    relay_runner = runner(tmp_path, ReachableBroker())
+    failure = OSError("cannot reach postgresql://relay:s3cret@db:5432/orders")
+
+    async def cycle() -> int:
+        relay_runner._paused("claiming rows", failure, 0.05)
+        await relay_runner.relay.stopped()
+        return 0
+
+    relay_runner.relay.step = cycle  # type: ignore[method-assign]  # the step of its run
+    relay_runner.start()
+    await asyncio.sleep(STALL * 2)
+
+    check = relay_runner.health()
+    assert not check.ok
+    assert "no relay cycle ended for" in check.detail
+    assert "it waits, paused on OSError: cannot reach postgresql://relay:" in check.detail
+    assert "s3cret" not in check.detail
+    relay_runner._progressed()
+    assert "paused on" not in relay_runner.health().detail
+    relay_runner.relay.stop()
+    await relay_runner.stop()
