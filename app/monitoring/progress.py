@@ -252,7 +252,7 @@ def _log_one(outcome: Outcome) -> None:
         value = getattr(outcome, attribute, None)  # fields a pipeline version may add
         if value is not None:
             extra[key] = value
-    what = f"event {outcome.event_id}" if outcome.event_id else "a record without eventId"
+    what = f"event {outcome.event_id}" if outcome.event_id else "record (no eventId)"
     where = f" at {outcome.topic}[{outcome.partition}]@{outcome.offset}" if outcome.topic else ""
     who = f" for {outcome.consumer}" if outcome.consumer else ""
     detail = f": {outcome.detail}" if outcome.detail else ""
