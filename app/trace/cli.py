@@ -103,7 +103,13 @@ def registered_consumers() -> list[str] | None:
         if "handler_modules" not in settings.model_fields_set:
             return None
         import_handler_modules(settings.handler_module_names)
-    except Exception:
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()
+        typer.echo(
+            f"effectively-once trace: {reason[0] if reason else type(exc).__name__}; every "
+            "consumer's rows are shown",
+            err=True,
+        )
         return None
     return default_registry.consumers or None
 

@@ -310,3 +310,16 @@ def test_without_handler_modules_every_consumers_rows_are_read(
     result = run("evt-shipped", "--database-url", database_url, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "shipping-service" in result.stdout and "applied" in result.stdout
+
+
+def test_handler_modules_that_cannot_be_imported_are_said_and_every_row_shown(
+    database_url: str,
+) -> None:
+    """``HANDLER_MODULES`` naming a module that cannot be imported: trace says so on stderr
+    in one line and shows every consumer's rows (it went on without a word)."""
+    result = run(EVENT, "--database-url", database_url, env={"HANDLER_MODULES": "no_such_pkg"})
+    assert result.exit_code == 0, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("effectively-once trace: HANDLER_MODULES: cannot import 'no_such_pkg'")
+    assert line.endswith("every consumer's rows are shown")
+    assert "audit-service" in result.stdout
