@@ -19,6 +19,7 @@ from mode.supervisors import CrashingSupervisor
 
 from app.errors import BatchGivenUp, ConfigurationError
 from app.kafka_clients import KafkaClients
+from app.logging_repeats import quiet_repeats
 from app.logging_setup import worker_logging_options
 from app.logging_streams import capture_standard_streams, capture_thread_exceptions
 from app.monitoring.progress import Progress
@@ -76,6 +77,7 @@ def create_app(
         app.on_worker_init.connect(capture_standard_streams)
     else:
         app.on_worker_init.connect(capture_thread_exceptions)
+    app.on_worker_init.connect(quiet_repeats)
     app.broker_clients = clients
     app.inboxes = {}
     if settings.topics_declare:
