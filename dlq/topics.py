@@ -17,9 +17,10 @@ KAFKA_LONGEST_NAME = 249
 
 
 def topic_name(longest: int = KAFKA_LONGEST_NAME) -> re.Pattern[str]:
-    """What Kafka accepts as a topic name (ASCII letters, digits, ``.``, ``_`` and ``-``),
-    at most ``longest`` characters (a column that holds it may be shorter than Kafka's)."""
-    return re.compile(rf"[A-Za-z0-9._-]{{1,{longest}}}")
+    """What Kafka accepts as a topic name (ASCII letters, digits, ``.``, ``_`` and ``-``, not
+    ``.`` or ``..``), at most ``longest`` characters (a column that holds it may be shorter
+    than Kafka's). For ``fullmatch``."""
+    return re.compile(rf"(?!\.\.?\Z)[A-Za-z0-9._-]{{1,{longest}}}")
 
 
 def delay_label(seconds: float) -> str:

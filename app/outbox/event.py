@@ -5,10 +5,18 @@ The envelope is the one our consumers read (``schemas.envelope``): camelCase,
 unless given, ``data`` the payload (a mapping or a pydantic model). The row's
 ``payload`` is that envelope as JSON text, sent verbatim as the record's value;
 the record's key is ``key`` (default: the aggregate id).
+
+What the writer takes is what every consumer reads: the built envelope is validated by
+the consumers' own model (``schemas.envelope``) on its JSON, so that a field no row can
+hold, or no consumer would read (a control character in an id, a version past 32 bits,
+an eventType longer than the consumers' column, ``data`` that is no object, a NaN),
+raises ``InvalidOutboxEvent`` before anything is written, not poison on the topic. The
+headers ``id`` (the relay's) and the framework's ``retry-*`` and ``dlt-*`` are refused.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,10 +25,11 @@ from typing import Any
 
 import orjson
 import uuid_utils
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from app.db.tables import (
     AGG_TYPE,
+    INTEGER_MAX,
     OUTBOX_AGG_ID,
     OUTBOX_EVENT_ID,
     OUTBOX_EVENT_TYPE,
@@ -28,8 +37,11 @@ from app.db.tables import (
     OUTBOX_TOPIC,
 )
 from app.errors import InvalidOutboxEvent
+from app.outbox.message import EVENT_ID_HEADER
 from app.outbox.status import RECORD_AGGREGATE_TYPE, OutboxStatus
 from app.registry import TOPIC_NAME
+from dlq.headers import is_ours
+from schemas.envelope import RawEnvelope
 
 
 def new_event_id() -> str:
@@ -102,10 +114,14 @@ class NewEvent:
         """The ``outbox_event`` row; raises ``InvalidOutboxEvent`` for what no row can hold."""
         self.check()
         event_id = str(self.event_id or new_event_id())  # text since __post_init__
+        envelope = self.envelope(event_id, self.occurred_at or now)
+        if not _finite(envelope["data"]):
+            raise InvalidOutboxEvent("data holds NaN or an infinity, which JSON cannot")
         try:
-            payload = orjson.dumps(self.envelope(event_id, self.occurred_at or now), default=_json)
+            payload = orjson.dumps(envelope, default=_json)
         except orjson.JSONEncodeError as exc:
             raise InvalidOutboxEvent(f"data is not JSON-serialisable: {exc}") from None
+        _readable(payload)
         return {
             "event_id": event_id,
             "aggregate_type": self.aggregate_type,
@@ -143,16 +159,53 @@ class NewEvent:
             )
         if self.aggregate_type == RECORD_AGGREGATE_TYPE:
             problems.append(f"aggregate_type {RECORD_AGGREGATE_TYPE!r} is the framework's own")
-        if self.aggregate_version is not None and self.aggregate_version < 1:
+        if isinstance(self.aggregate_version, int) and self.aggregate_version < 1:
             problems.append(f"aggregate_version counts from 1, got {self.aggregate_version}")
-        if self.event_version < 1:
+        if isinstance(self.event_version, int) and self.event_version < 1:
             problems.append(f"event_version counts from 1, got {self.event_version}")
+        for name, version in (
+            ("aggregate_version", self.aggregate_version),
+            ("event_version", self.event_version),
+        ):
+            if version is not None and (type(version) is not int or version > INTEGER_MAX):
+                problems.append(f"{name} must be an integer of at most {INTEGER_MAX}")
         if self.headers is not None and not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.headers.items()
         ):
             problems.append("headers must map header names to text values")
+        elif self.headers is not None:
+            reserved = sorted(k for k in self.headers if k == EVENT_ID_HEADER or is_ours(k))
+            if reserved:
+                problems.append(
+                    f"headers {', '.join(map(repr, reserved))} are the framework's own (the "
+                    "relay sets id to the eventId; retry-* and dlt-* mark retry and DLT records)"
+                )
         if problems:
             raise InvalidOutboxEvent("; ".join(problems))
+
+
+def _finite(value: Any) -> bool:
+    """False when ``value`` holds a float that is NaN or infinite (orjson writes ``null``)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        return all(_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(item) for item in value)
+    return True
+
+
+def _readable(payload: bytes) -> None:
+    """Raise ``InvalidOutboxEvent`` unless the consumers read ``payload``'s envelope as one:
+    their own model (``schemas.envelope``), on the JSON as they receive it."""
+    try:
+        RawEnvelope.model_validate_json(payload)
+    except ValidationError as exc:
+        said = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or '(root)'}: {error['msg']}"
+            for error in exc.errors(include_url=False)[:3]
+        )
+        raise InvalidOutboxEvent(f"the envelope would be poison to its consumers: {said}") from None
 
 
 def iso(moment: datetime) -> str:

@@ -17,6 +17,10 @@ import orjson
 
 from app.records import headers_from_json
 from dlq import headers as h
+from dlq.topics import topic_name
+
+_KAFKA_TOPIC = topic_name()
+TOPIC_RULE = "letters, digits, '.', '_' and '-', not '.' or '..'"
 
 EVENT_ID_HEADER = "id"
 # What is kept of the failure's text in a record that had to be shortened.
@@ -39,6 +43,10 @@ class BadRow(Exception):
 
 def message_of(row: Mapping[str, Any]) -> Message:
     """The record for ``row``; raises ``BadRow`` when the row cannot be one."""
+    if not _KAFKA_TOPIC.fullmatch(row["topic"] or ""):
+        # A row written by hand: the broker refuses the name, and aiokafka would wait for
+        # its metadata as for a broker out of reach, holding every row behind it.
+        raise BadRow(f"topic {row['topic']!r} is no Kafka topic name ({TOPIC_RULE})")
     if row["record_headers"] is not None:
         try:
             headers = headers_from_json(row["record_headers"])
@@ -63,7 +71,7 @@ def _headers(row: Mapping[str, Any]) -> tuple[tuple[str, bytes], ...]:
             raise BadRow(f"headers is not JSON: {exc}") from None
         if not isinstance(named, dict) or not all(isinstance(v, str) for v in named.values()):
             raise BadRow("headers must be a JSON object of header name to text value")
-    named.setdefault(EVENT_ID_HEADER, row["event_id"])
+    named[EVENT_ID_HEADER] = row["event_id"]  # the event's id, whatever a hand-written row says
     return tuple((name, value.encode()) for name, value in named.items())
 
 

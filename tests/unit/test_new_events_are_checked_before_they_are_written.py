@@ -7,9 +7,14 @@ pydantic model, decimals as their exact text. An aggregate id, event id or key g
 as an integer (a table's numeric key) is kept as its decimal text, as consumers read
 ids (a boolean is no id). A field too long for its column, an
 empty one, a version below 1, headers that are not text, data that is not JSON, a
-topic name Kafka cannot hold, or the framework's own aggregate type raise
-``InvalidOutboxEvent`` (a ``ValueError``) naming every problem, before anything is
-written.
+topic name Kafka cannot hold (``.`` and ``..`` too), or the framework's own aggregate
+type raise ``InvalidOutboxEvent`` (a ``ValueError``) naming every problem, before anything
+is written. So does what a row could hold but no consumer would read (the envelope is
+checked by the consumers' own model, on its JSON): a control character in an id or type,
+a version past 32 bits or a boolean one, an eventType longer than the consumers' 100
+characters, data that is no object, a NaN or an infinity (which JSON writes as ``null``);
+and the headers the framework sets (``id``, ``retry-*``, ``dlt-*``). Each of these was
+written and published, and its consumers dead-lettered it as poison.
 """
 
 from __future__ import annotations
@@ -92,7 +97,7 @@ def test_integer_ids_are_kept_as_their_text() -> None:
     assert (envelope["aggregateId"], envelope["eventId"]) == ("1001", "42")
 
 
-@pytest.mark.parametrize("topic", ["shop totals", "shop/totals", "ünïcode"])
+@pytest.mark.parametrize("topic", ["shop totals", "shop/totals", "ünïcode", ".", ".."])
 def test_a_topic_kafka_cannot_hold_is_refused(topic: str) -> None:
     with pytest.raises(InvalidOutboxEvent, match="is no Kafka topic name"):
         NewEvent(topic, "OrderPaid", "Order", "o-1", {}).row(NOW)
@@ -106,3 +111,60 @@ def test_a_boolean_is_no_id() -> None:
 def test_data_that_is_not_json_is_refused() -> None:
     with pytest.raises(InvalidOutboxEvent, match="not JSON-serialisable"):
         NewEvent("orders", "X", "Order", "o-1", {"when": object()}).row(NOW)
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"aggregate_id": "ord\n1"}, "aggregateId: String should match pattern"),
+        ({"aggregate_id": "ord\x001"}, "aggregateId: String should match pattern"),
+        ({"event_type": "Order\x00Paid"}, "eventType: String should match pattern"),
+        ({"event_id": "e\x7f1"}, "eventId: String should match pattern"),
+        ({"event_type": "X" * 110}, "eventType: String should have at most 100 characters"),
+        ({"data": [1, 2]}, "data: Input should be an object"),
+        ({"data": "hello"}, "data: Input should be an object"),
+    ],
+)
+def test_what_no_consumer_would_read_is_refused(changes: dict[str, object], said: str) -> None:
+    fields: dict[str, object] = {
+        "topic": "orders", "event_type": "OrderPaid", "aggregate_type": "Order",
+        "aggregate_id": "o-1", "data": {},
+    } | changes  # fmt: skip
+
+    with pytest.raises(InvalidOutboxEvent) as raised:
+        NewEvent(**fields).row(NOW)  # type: ignore[arg-type]
+
+    assert "the envelope would be poison to its consumers" in str(raised.value)
+    assert said in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"aggregate_version": 2**31}, "aggregate_version must be an integer of at most"),
+        ({"aggregate_version": True}, "aggregate_version must be an integer of at most"),
+        ({"event_version": 2**31}, "event_version must be an integer of at most"),
+        ({"data": {"x": float("nan")}}, "data holds NaN or an infinity"),
+        ({"data": {"x": [1.0, float("inf")]}}, "data holds NaN or an infinity"),
+        ({"headers": {"id": "spoofed"}}, "headers 'id' are the framework's own"),
+        ({"headers": {"retry-attempt": "soon"}}, "headers 'retry-attempt' are the framework's"),
+    ],
+)
+def test_versions_numbers_and_headers_consumers_refuse(
+    changes: dict[str, object], said: str
+) -> None:
+    fields: dict[str, object] = {
+        "topic": "orders", "event_type": "OrderPaid", "aggregate_type": "Order",
+        "aggregate_id": "o-1", "data": {},
+    } | changes  # fmt: skip
+
+    with pytest.raises(InvalidOutboxEvent, match=said):
+        NewEvent(**fields).row(NOW)  # type: ignore[arg-type]
+
+
+def test_a_header_of_ones_own_and_a_retry_after_pass() -> None:
+    row = NewEvent(
+        "orders", "OrderPaid", "Order", "o-1", {}, headers={"retry-after": "5", "x": "1"}
+    ).row(NOW)
+
+    assert orjson.loads(row["headers"]) == {"retry-after": "5", "x": "1"}

@@ -86,7 +86,8 @@ def test_a_business_row_is_sent_as_written() -> None:
         business(event_key="customer-7", headers='{"traceparent": "00-1", "id": "x"}')
     )
     assert keyed.key == b"customer-7"
-    assert keyed.headers == (("traceparent", b"00-1"), ("id", b"x"))
+    # The id header is the row's event_id, whatever a hand-written row's headers say.
+    assert keyed.headers == (("traceparent", b"00-1"), ("id", b"evt-1"))
 
 
 @pytest.mark.parametrize(
@@ -96,6 +97,11 @@ def test_a_business_row_is_sent_as_written() -> None:
         ({"headers": "[1, 2]"}, "headers must be a JSON object"),
         ({"headers": '{"n": 1}'}, "headers must be a JSON object"),
         ({"headers": "{oops"}, "headers is not JSON"),
+        # Written by hand: the broker refuses the name, and the relay waited for its
+        # metadata as for an outage, every row behind it held (no attempt counted).
+        ({"topic": ".."}, "topic '..' is no Kafka topic name"),
+        ({"topic": "."}, "topic '.' is no Kafka topic name"),
+        ({"topic": "bad topic!"}, "topic 'bad topic!' is no Kafka topic name"),
     ],
 )
 def test_a_row_that_cannot_be_a_record_is_refused_with_a_reason(
