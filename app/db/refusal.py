@@ -61,12 +61,17 @@ def refusal(exc: BaseException, url: str) -> str | None:
 # MariaDB's "access denied" to the database, for a password, and for the user's plugin.
 _PG_LOGIN = {"28000", "28P01"}
 _MYSQL_LOGIN = {1044, 1045, 1698}
+# PgBouncer refuses a client's login as a protocol_violation, in these words.
+_PGBOUNCER_LOGIN = "08P01"
+_PGBOUNCER_REFUSALS = ("authentication failed", "no such user")
 
 
 def _login_refused(cause: BaseException) -> str | None:
     """The server's own words when ``cause`` is its refusal of the login, else None."""
     code = error_code(cause)
-    if code in _PG_LOGIN:
+    if code in _PG_LOGIN or (
+        code == _PGBOUNCER_LOGIN and any(said in str(cause) for said in _PGBOUNCER_REFUSALS)
+    ):
         message = str(cause)
     elif code in _MYSQL_LOGIN and len(cause.args) >= 2:
         message = str(cause.args[1])
