@@ -10,14 +10,26 @@ fewer brokers up than ``TOPIC_REPLICATION_FACTOR`` (the broker would refuse to c
 it), is a ``ConfigurationError`` naming each;
 faust would otherwise ignore a missing topic, or retry a denied one, without a word.
 The last check counts faust's leader topic too (``leader_topic``): faust creates it
-with the same replication factor, and its refusal was faust's traceback.
+with the same replication factor, and its refusal was faust's traceback. So does the
+next: a missing topic the ACLs would not let this principal create (asked with
+``validate_only``, nothing created), which faust's leader assignor met with a traceback
+and exit code 1. And a consumer group the ACLs deny this principal (its coordinator
+asked for): faust's consumer waited for it without a word, ``/ready`` saying only that
+no partition was assigned.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aiokafka.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
+from aiokafka.errors import (
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
+from aiokafka.protocol.admin import CreateTopicsRequest
+from aiokafka.protocol.coordination import FindCoordinatorRequest
 from aiokafka.protocol.metadata import MetadataRequest
 
 from app.broker_security import BrokerSecurity
@@ -48,7 +60,8 @@ async def check_topics(conn: Any, topics: list[str], settings: Settings) -> None
     created = [*topics, leader_topic(settings)] if settings.topics_declare else topics
     answer = await conn.send(MetadataRequest(created, allow_auto_topic_creation=False))
     codes = {topic: code for code, topic, *_ in answer.topics}
-    denied = [t for t in topics if codes.get(t) == TopicAuthorizationFailedError.errno]
+    denied_code = TopicAuthorizationFailedError.errno
+    denied = [t for t in topics if codes.get(t) == denied_code]
     missing = [t for t in created if codes.get(t) == UnknownTopicOrPartitionError.errno]
     problems = []
     if denied:
@@ -72,8 +85,47 @@ async def check_topics(conn: Any, topics: list[str], settings: Settings) -> None
             + " (each copy needs a broker of its own): lower TOPIC_REPLICATION_FACTOR, "
             "or start the brokers"
         )
+    # The leader topic's existence is hidden from a principal that may not describe it.
+    hidden = [t for t in created if t not in topics and codes.get(t) == denied_code]
+    if (missing or hidden) and settings.topics_declare and not problems:
+        refused = await _create_refused(conn, [*missing, *hidden], settings)
+        if refused:
+            problems.append(
+                f"the broker denies {principal(settings.broker_security)} Create on "
+                + ", ".join(repr(t) for t in refused)
+                + ", which the worker creates (TOPICS_DECLARE=true): an ACL must allow Create "
+                "on them (README: ACLs), or create them and set TOPICS_DECLARE=false"
+            )
+    if await _group_denied(conn, settings.app_id):
+        problems.append(
+            f"the broker denies {principal(settings.broker_security)} its consumer group "
+            f"{settings.app_id!r} (APP_ID; GroupAuthorizationFailed): an ACL must allow Read "
+            "on the group (README: ACLs)"
+        )
     if problems:
         raise ConfigurationError("; ".join(problems))
+
+
+async def _create_refused(conn: Any, topics: list[str], settings: Settings) -> list[str]:
+    """Of the missing ``topics``, those the broker's ACLs would not let this principal
+    create: a creation asked with ``validate_only`` (nothing is created)."""
+    wanted: list[tuple[Any, ...]] = [
+        (topic, settings.order_topic_partitions, settings.topic_replication_factor, [], [])
+        for topic in topics
+    ]
+    answer = await conn.send(CreateTopicsRequest(wanted, 10_000, True))
+    denied = {TopicAuthorizationFailedError.errno, ClusterAuthorizationFailedError.errno}
+    return sorted(topic for topic, code, *_ in answer.topic_errors if code in denied)
+
+
+async def _group_denied(conn: Any, group: str) -> bool:
+    """Whether the broker's ACLs deny this principal the consumer group ``group``: its
+    coordinator is asked for (Describe on the group, which Read implies); faust's consumer
+    would otherwise wait for the group without a word."""
+    answer = await conn.send(FindCoordinatorRequest(group, 0))
+    codes = [getattr(answer, "error_code", None)]
+    codes += [c.error_code for c in getattr(answer, "coordinators", ()) or ()]
+    return GroupAuthorizationFailedError.errno in codes
 
 
 def principal(security: BrokerSecurity) -> str:

@@ -8,7 +8,9 @@ starts and is ready. On a broker that enforces ACLs, a topic its principal may n
 ``Describe`` ends it the same way, naming the topic and the permission, whatever
 ``TOPICS_DECLARE`` says: no traceback, no password. So does a topic it would have to
 create with more copies (``TOPIC_REPLICATION_FACTOR``) than the cluster has brokers up,
-faust's leader topic among them (faust creates it with that factor).
+faust's leader topic among them (faust creates it with that factor); so does a topic it
+would create that its principal may not ``Create`` (faust's leader topic among them), and
+a consumer group (``APP_ID``) its principal may not use.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pytest
 from app.demo.acl_kafka import AclKafka
 from app.demo.produce import ensure_topic
 from dlq.topics import dlt_topic, retry_topic
-from tests.integration.support.acls import acl_stream, create_topics, grant_reading
+from tests.integration.support.acls import acl_stream, create_topics, grant, grant_reading
 from tests.integration.support.http import readiness_is
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.workers import REPO_ROOT, Stream, Workers, the_one_line
@@ -139,3 +141,55 @@ async def test_a_topic_it_may_not_describe_is_named_with_the_permission(
     assert settings["BROKER_SASL_PASSWORD"] not in line
     for allowed in (stream.topic, *tiers):
         assert repr(allowed) not in line, line
+
+
+async def test_a_group_it_may_not_use_is_named_with_the_permission(
+    acl_kafka: AclKafka, database_url: str, tmp_path: Path
+) -> None:
+    """Every topic there and readable, the group (``APP_ID``) denied: one line naming the
+    group and the permission. (faust's consumer waited for the group without a word.)"""
+    stream = acl_stream(acl_kafka)
+    tiers = [retry_topic(stream.topic, d) for d in DELAYS]
+    dlt = dlt_topic(stream.topic)
+    await create_topics(stream, [stream.topic, *tiers, dlt])
+    grant(acl_kafka, "Read", [stream.topic, *tiers, dlt])  # Read implies Describe; no group
+    workers = Workers(stream, tmp_path / "workers")
+    settings = acl_kafka.settings("worker")
+    try:
+        worker = workers.start(
+            database_url,
+            handler_modules="handlers",
+            env={"RETRY_DELAYS": "1,5", "TOPICS_DECLARE": "false", **settings},
+        )
+        line = the_one_line(worker)
+    finally:
+        workers.kill_all()
+    assert f"its consumer group {stream.app_id!r}" in line, line
+    assert "GroupAuthorizationFailed" in line and "Read on the group" in line, line
+    assert settings["BROKER_SASL_PASSWORD"] not in line
+
+
+async def test_a_topic_it_may_not_create_is_named_with_the_permission(
+    acl_kafka: AclKafka, database_url: str, tmp_path: Path
+) -> None:
+    """``TOPICS_DECLARE=true`` (the default) and no Create allowed: the topics it would
+    create, faust's leader topic among them, in one line, exit code 2. (faust's leader
+    assignor met the refusal with a traceback, exit code 1.)"""
+    stream = acl_stream(acl_kafka)
+    tiers = [retry_topic(stream.topic, d) for d in DELAYS]
+    dlt = dlt_topic(stream.topic)
+    await create_topics(stream, [stream.topic, *tiers, dlt])
+    grant_reading(acl_kafka, stream, [stream.topic, *tiers, dlt])
+    workers = Workers(stream, tmp_path / "workers")
+    settings = acl_kafka.settings("worker")
+    try:
+        worker = workers.start(
+            database_url, handler_modules="handlers", env={"RETRY_DELAYS": "1,5", **settings}
+        )
+        line = the_one_line(worker)
+        assert worker.exit_code(within=30) == 2, worker.tail()
+    finally:
+        workers.kill_all()
+    assert "Create on" in line and repr(f"{stream.app_id}-__assignor-__leader") in line, line
+    assert "TOPICS_DECLARE=false" in line, line
+    assert "Traceback" not in worker.log(), worker.tail()
