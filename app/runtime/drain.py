@@ -30,6 +30,10 @@ The records of a topic with an ``Inbox`` (``app.inboxes``: the framework's agent
 the bench's bare faust agent has none) skip the conductor: they are appended to the
 inbox, with no turn of the loop, unless the flow is stopped; the append then races the
 flow's suspension as a delivery does (``inbox``).
+
+A fetch the broker's ACLs refuse (no Read on a topic; the start's check can only ask for
+Describe) stops the worker in one line with exit code 2 (``boot.refuse``), as a mistake
+found at start does; faust's fetcher crashed on it with two tracebacks and exit code 1.
 """
 
 from __future__ import annotations
@@ -37,12 +41,28 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from aiokafka.errors import TopicAuthorizationFailedError
 from faust.transport.consumer import CONSUMER_FETCHING
 
+from app.errors import ConfigurationError
+from app.runtime.boot import refuse
 from app.runtime.inbox import Inbox
 from app.runtime.offsets import gap_to_add
+from app.runtime.topic_check import principal
 
 YIELD_EVERY = 100  # records delivered between two turns of the loop, as in faust
+
+
+def read_denied(exc: TopicAuthorizationFailedError, app: Any) -> str:
+    """One line for a fetch the broker's ACLs refused."""
+    named = sorted(t for t in getattr(exc, "args", ()) if isinstance(t, str))
+    topics = ", ".join(repr(t) for t in named)
+    clients = getattr(app, "broker_clients", None)
+    who = principal(clients.security) if clients is not None else "this client's principal"
+    return (
+        f"the broker denies {who} Read on topic {topics or '(not named)'} "
+        "(TopicAuthorizationFailed): an ACL must allow Read (README: ACLs)"
+    )
 
 
 def flow_stopped(consumer: Any) -> bool:
@@ -126,6 +146,9 @@ async def drain_messages(consumer: Any, fetcher: Any) -> None:
         if consumer.transport.app.should_stop:
             return
         raise
+    except TopicAuthorizationFailedError as exc:
+        # Read denied (Describe, which the start checks, granted): a mistake, not a crash.
+        refuse(consumer.app, ConfigurationError(read_denied(exc, consumer.app)))
     except Exception as exc:
         consumer.log.exception("Drain messages raised: %r", exc)
         raise

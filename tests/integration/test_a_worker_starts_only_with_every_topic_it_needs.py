@@ -193,3 +193,36 @@ async def test_a_topic_it_may_not_create_is_named_with_the_permission(
     assert "Create on" in line and repr(f"{stream.app_id}-__assignor-__leader") in line, line
     assert "TOPICS_DECLARE=false" in line, line
     assert "Traceback" not in worker.log(), worker.tail()
+
+
+async def test_a_topic_it_may_not_read_stops_it_in_one_line(
+    acl_kafka: AclKafka, database_url: str, tmp_path: Path
+) -> None:
+    """Describe granted (the start's check passes) but not Read: the first fetch the
+    broker refuses stops the worker with exit code 2 and one ERROR line naming the topic
+    and the permission. (faust's fetcher crashed: two tracebacks, exit code 1.)"""
+    stream = acl_stream(acl_kafka)
+    tiers = [retry_topic(stream.topic, d) for d in DELAYS]
+    dlt = dlt_topic(stream.topic)
+    await create_topics(stream, [stream.topic, *tiers, dlt])
+    grant(acl_kafka, "Describe", [stream.topic, *tiers, dlt])
+    acl_kafka.grant("worker", "--operation", "Read", "--group", stream.app_id)
+    acl_kafka.grant("worker", "--operation", "IdempotentWrite", "--cluster")
+    workers = Workers(stream, tmp_path / "workers")
+    settings = acl_kafka.settings("worker")
+    try:
+        worker = workers.start(
+            database_url,
+            handler_modules="handlers",
+            env={"RETRY_DELAYS": "1,5", "TOPICS_DECLARE": "false", **settings},
+        )
+        code = worker.exit_code(within=90)
+        log = worker.log()
+    finally:
+        workers.kill_all()
+    assert code == 2, log
+    (line,) = [text for text in log.splitlines() if "configuration error" in text]
+    assert "[ERROR]" in line and "Read on topic" in line, line
+    assert "TopicAuthorizationFailed" in line, line
+    assert "Traceback" not in log and "Crashed" not in log, log
+    assert settings["BROKER_SASL_PASSWORD"] not in log
