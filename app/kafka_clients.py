@@ -121,10 +121,7 @@ class KafkaClients:
         for server in self.bootstrap:
             host, _, port = server.rpartition(":")
             try:
-                async with asyncio.timeout(within):
-                    conn = await create_conn(
-                        host, int(port), request_timeout_ms=int(within * 1000), **self.options()
-                    )
+                conn = await self._open(host, int(port), within)
             except TimeoutError:
                 unreachable.append(
                     f"cannot reach the broker at {server}: no answer within {within:g} s"
@@ -137,10 +134,32 @@ class KafkaClients:
                 else:
                     unreachable.append(f"cannot reach the broker at {server}: {why}")
                 continue
+            if not self.security.protocol.startswith("SASL") and not await _serves(conn, within):
+                # Asked again on a new connection: a broker restarting closes one too.
+                try:
+                    conn = await self._open(host, int(port), within)
+                except Exception:
+                    unreachable.append(f"cannot reach the broker at {server}: it went away")
+                    continue
+                if await _serves(conn, within):
+                    return conn, server
+                refused.append(
+                    f"cannot connect to the broker at {server}: it closed the connection at "
+                    "the first request, twice, as a listener that asks for a SASL login does "
+                    "(BROKER_SECURITY_PROTOCOL SASL_SSL or SASL_PLAINTEXT, and BROKER_SASL_*)"
+                )
+                continue
             return conn, server
         if refused:
             raise BrokerRefused("; ".join(refused + unreachable))
         raise BrokerUnreachable("; ".join(unreachable))
+
+    async def _open(self, host: str, port: int, within: float) -> Any:
+        """A connection made as the clients make theirs, within ``within`` seconds."""
+        async with asyncio.timeout(within):
+            return await create_conn(
+                host, port, request_timeout_ms=int(within * 1000), **self.options()
+            )
 
     def _diagnose(self, exc: BaseException, host: str) -> tuple[bool, str]:
         """Whether ``exc`` means a setting must change, and why, in words."""
@@ -192,6 +211,23 @@ class KafkaClients:
                 f"{security.protocol} listener? see BROKER_SECURITY_PROTOCOL)"
             )
         return False, _text(exc)
+
+
+async def _serves(conn: Any, within: float) -> bool:
+    """Whether the listener behind ``conn`` (no SASL asked for) answers a request: Kafka's
+    SASL listener answers the version handshake that opens a connection, then closes it at
+    the first other request from a client that did not log in. A broker that does not
+    answer in time counts as serving (the caller meets it again). ``conn`` is closed when
+    it was closed under the request."""
+    try:
+        async with asyncio.timeout(within):
+            await conn.send(MetadataRequest([]))
+    except KafkaConnectionError:
+        conn.close()
+        return False
+    except TimeoutError:
+        pass
+    return True
 
 
 def _text(exc: BaseException) -> str:

@@ -2,7 +2,9 @@
 
 Contract: with a wrong password (SCRAM-SHA-512 on SASL_SSL, PLAIN on SASL_PLAINTEXT), a
 CA file that does not hold the broker's CA, a broker reached by an address its
-certificate does not name, or a client certificate from a CA the broker does not trust,
+certificate does not name, a client certificate from a CA the broker does not trust, or
+TLS without the SASL login its listener asks for (it waited for ever, ``/ready`` calling
+the broker fine),
 ``python -m app relay``, ``python -m dlq list`` and the worker each end within their
 connect timeout with exit code 2 and one line that names what failed (the login, the
 certificate's trust or name, the client certificate), no traceback, no password. None
@@ -37,6 +39,9 @@ SAYS = {
     "untrusted-ca": "its certificate is not trusted (unable to get local issuer certificate)",
     "hostname-mismatch": "its certificate does not name 127.0.0.2",
     "untrusted-client-certificate": "client certificate refused",
+    # TLS alone on a listener that asks for a SASL login: it closes at the first request.
+    "ssl-on-a-sasl-listener": "it closed the connection at the first request, twice, as a "
+    "listener that asks for a SASL login does",
 }
 # Python's start, the settings, one refused connection: well inside the timeouts.
 WITHIN = max(CONNECT_TIMEOUT_SECONDS, START_TIMEOUT_SECONDS) + 5
@@ -72,6 +77,9 @@ def refusal(
         return name, {**secure_kafka.settings(SASL_PLAINTEXT), "BROKER_SASL_PASSWORD": WRONG}
     if name == "untrusted-ca":
         return name, {**secure_kafka.settings(SASL_SSL), "BROKER_SSL_CA_FILE": str(strangers.cert)}
+    if name == "ssl-on-a-sasl-listener":
+        tls = {k: v for k, v in secure_kafka.settings(SASL_SSL).items() if "_SASL_" not in k}
+        return name, {**tls, "BROKER_SECURITY_PROTOCOL": "SSL"}
     if name == "hostname-mismatch":
         return name, {
             **secure_kafka.settings(SASL_SSL),
