@@ -135,7 +135,9 @@ class KafkaClients:
                     unreachable.append(f"cannot reach the broker at {server}: {why}")
                 continue
             if not self.security.protocol.startswith("SASL") and not await _serves(conn, within):
-                # Asked again on a new connection: a broker restarting closes one too.
+                # Asked again on a new connection, a moment later: a broker restarting, or a
+                # connection cut, closes one too.
+                await asyncio.sleep(SASL_CHECK_PAUSE_SECONDS)
                 try:
                     conn = await self._open(host, int(port), within)
                 except Exception:
@@ -228,6 +230,9 @@ async def _serves(conn: Any, within: float) -> bool:
     except TimeoutError:
         pass
     return True
+
+
+SASL_CHECK_PAUSE_SECONDS = 0.5
 
 
 def _text(exc: BaseException) -> str:
