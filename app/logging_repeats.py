@@ -3,9 +3,10 @@
 With its broker down, a worker's aiokafka client logs each failed connection, metadata
 update and fetch: about 60 ERROR lines a second (916 in 15 s), the same few messages
 over and over, which bury the worker's own one line per try. ``Repeats`` lets the first
-record of each message (its logger and format string) through, leaves out the same
-message for ``EVERY_SECONDS``, and the next one that passes says how many it left out.
-Nothing is lost that says something new: a different message passes at once.
+WARNING or ERROR record of each message (its logger and format string) through, leaves
+out the same message for ``EVERY_SECONDS``, and the next one that passes says how many it
+left out. Nothing is lost that says something new: a different message passes at once,
+and INFO records (each rebalance's assignment) always do.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ class Repeats(logging.Filter):
         self._seen: dict[tuple[str, str], tuple[float, int]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """False for a repeat within the interval; the record that ends one counts them."""
+        """False for a repeat within the interval; the record that ends one counts them.
+        INFO and below always pass (a rebalance's assignment, which repeats, is one)."""
+        if record.levelno < logging.WARNING:
+            return True
         key = (record.name, str(record.msg))
         now = self._clock()
         seen = self._seen.get(key)

@@ -388,7 +388,10 @@ class Relay:
             lambda s: lock_claimable(s, now, self.config.batch_size, self._floor, self._held),
         )
         if not rows:
-            await tx.aclose()
+            try:
+                await tx.aclose()  # nothing locked, nothing written
+            except Exception as exc:  # the connection lost as it closed: the next claim pauses
+                log.debug("closing an empty claim failed: %s", _describe(exc))
             return None
         self._held.update((row["id"], (row["aggregate_type"], row["aggregate_id"])) for row in rows)
         lease = Lease(

@@ -216,3 +216,24 @@ async def test_a_relay_never_takes_its_own_rows_whose_settlement_waits(
     await asyncio.wait_for(relay._settled(), WITHIN)
     assert broker.sent == ["a1", "b1"]  # once each
     assert {s for s, _, _ in (await state(engine)).values()} == {"PUBLISHED"}
+
+
+async def test_an_empty_claim_whose_close_fails_is_no_crash(engine: AsyncEngine) -> None:
+    """An empty claim closes its transaction; a connection lost just then (the database
+    dropped, a failover) ends that close with an error. Nothing was locked or written: the
+    claim is empty, and the next one pauses on the outage as any claim does. (The error
+    escaped the relay's run and stopped it: ``/ready`` red until the worker restarted.)"""
+
+    class LostAsItCloses(QuickRelay):
+        async def _db_open(self, what: str, work: Any) -> Any:
+            session, rows, tx = await super()._db_open(what, work)
+
+            async def lost() -> None:
+                raise ConnectionResetError("connection was closed in the middle of operation")
+
+            tx.push_async_callback(lost)
+            return session, rows, tx
+
+    relay = LostAsItCloses(engine, FakeBroker(), batch_size=10)
+
+    assert await asyncio.wait_for(relay._claimed(), WITHIN) is None

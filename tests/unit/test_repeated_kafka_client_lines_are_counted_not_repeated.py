@@ -2,7 +2,9 @@
 
 Contract: ``Repeats`` passes the first record of each (logger, format string), leaves out
 the same message for ``EVERY_SECONDS`` (whatever its arguments), and the first one after
-says how many it left out; another message passes at once. ``quiet_repeats`` puts one on
+says how many it left out; another message passes at once; an INFO record always passes
+(each rebalance logs its assignment in the same words, and the tests and operators read
+it). ``quiet_repeats`` puts one on
 every aiokafka logger, once. (A worker whose broker was down logged about 60 of them a
 second.)
 """
@@ -24,8 +26,10 @@ class Clock:
         return self.now
 
 
-def record(msg: str, *args: object, name: str = "aiokafka.conn") -> logging.LogRecord:
-    return logging.LogRecord(name, logging.ERROR, __file__, 1, msg, args, None)
+def record(
+    msg: str, *args: object, name: str = "aiokafka.conn", level: int = logging.ERROR
+) -> logging.LogRecord:
+    return logging.LogRecord(name, level, __file__, 1, msg, args, None)
 
 
 def test_a_repeat_is_left_out_and_counted_by_the_next_that_passes() -> None:
@@ -48,6 +52,14 @@ def test_a_repeat_is_left_out_and_counted_by_the_next_that_passes() -> None:
     )
     clock.now = 11.0
     assert not repeats.filter(record(unable, 1, "refused"))
+
+
+def test_info_records_always_pass() -> None:
+    repeats = Repeats(every=10.0, clock=Clock())
+    assigned = "Setting newly assigned partitions %s for group %s"
+
+    for partitions in ({0, 1, 2, 3}, {2, 3}):
+        assert repeats.filter(record(assigned, partitions, "g", level=logging.INFO))
 
 
 def test_every_aiokafka_logger_gets_one_filter_once(monkeypatch: pytest.MonkeyPatch) -> None:
