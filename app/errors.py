@@ -46,6 +46,8 @@ declares its type non-retryable (``@handler(..., non_retryable=(KeyError,))``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class EffectivelyOnceError(Exception):
     """Base of every error this framework raises on purpose."""
@@ -129,3 +131,16 @@ class BrokerUnreachable(InfrastructureError):
 
 class BrokerDenied(InfrastructureError):
     """The cluster's ACLs deny the principal an operation it needs; the message names it."""
+
+
+def raised_at(exc: BaseException, kept: Callable[[str], bool]) -> str | None:
+    """``file, line N`` of the innermost frame of ``exc``'s traceback whose file ``kept``
+    accepts (the line of a user's package that raised it), or None."""
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if kept(filename):
+            found = f"{filename}, line {tb.tb_lineno}"
+        tb = tb.tb_next
+    return found

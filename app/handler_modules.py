@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from types import ModuleType
 
-from app.errors import ConfigurationError
+from app.errors import ConfigurationError, raised_at
 from app.registry import HandlerSpec, Registry
 
 
@@ -62,14 +62,8 @@ def import_handler_modules(names: Sequence[str]) -> None:
 def _where(exc: BaseException) -> str:
     """`` (file, line N)`` of the innermost frame of ``exc``'s traceback outside Python's
     import machinery: the line of the handler package that failed."""
-    found = ""
-    tb = exc.__traceback__
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if not filename.startswith("<frozen"):
-            found = f" ({filename}, line {tb.tb_lineno})"
-        tb = tb.tb_next
-    return found
+    found = raised_at(exc, lambda filename: not filename.startswith("<frozen"))
+    return f" ({found})" if found else ""
 
 
 def check_allowlist(registry: Registry, names: Sequence[str]) -> None:

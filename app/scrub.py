@@ -52,3 +52,10 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     for pattern, replacement in _VALUES:
         text = pattern.sub(replacement, text)
     return text.replace("\x00", "\\x00")
+
+
+def said(exc: BaseException, longest: int = 300) -> str:
+    """``Type: first line`` of ``exc``, scrubbed and cut to ``longest`` characters: what a
+    readiness check says a step met while it waits."""
+    lines = scrub(str(exc)).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:longest]}" if lines else type(exc).__name__

@@ -48,7 +48,7 @@ from app.db.histories import FRAMEWORK, History, histories
 from app.db.histories import VERSION_TABLE as VERSION_TABLE
 from app.db.timeouts import MIGRATION_TIMEOUTS
 from app.db.urls import normalise_database_url, shown
-from app.errors import ConfigurationError
+from app.errors import ConfigurationError, raised_at
 from app.pipeline.classify import is_infrastructure
 
 MIGRATIONS_DIR = FRAMEWORK.versions.parent
@@ -141,13 +141,9 @@ def _upgrade(connection: Connection, history: History, revision: str) -> None:
 def _failed(history: History, exc: DBAPIError) -> str:
     """A revision the database refuses (a mistake in it, not an outage): which one, where,
     and the database's reason, in one line."""
-    where, folder = str(history.versions), history.versions.resolve()
-    tb = exc.__traceback__
-    while tb is not None:
-        path = Path(tb.tb_frame.f_code.co_filename)
-        if path.resolve().parent == folder:
-            where = f"{path}, line {tb.tb_lineno}"
-        tb = tb.tb_next
+    folder = history.versions.resolve()
+    where = raised_at(exc, lambda filename: Path(filename).resolve().parent == folder)
+    where = where or str(history.versions)
     lines = str(exc.orig or exc).strip().splitlines()
     reason = lines[0] if lines else type(exc.orig or exc).__name__
     return f"the database refused the migration at {where}: {reason}"

@@ -28,7 +28,7 @@ from app.outbox.monitor import keep_sampling
 from app.outbox.relay import Relay, RelayConfig, RelayStopped
 from app.outbox.topics import TopicMaker
 from app.pipeline.pause import Backoff, OnPause
-from app.scrub import scrub
+from app.scrub import said
 from app.settings import Settings
 
 log = logging.getLogger("effectively_once.relay")
@@ -112,8 +112,7 @@ class RelayRunner:
         )
 
     def _paused(self, what: str, exc: BaseException, delay: float) -> None:
-        lines = scrub(str(exc)).strip().splitlines()
-        self._paused_on = f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
+        self._paused_on = said(exc)
         if self.on_pause is not None:
             self.on_pause(what, exc, delay)
 

@@ -28,7 +28,7 @@ from app.pipeline.processor import BatchProcessor
 from app.pipeline.route import FailureRouter
 from app.prefilter import Prefilter
 from app.registry import Registry, default_registry
-from app.scrub import scrub
+from app.scrub import said, scrub
 from app.settings import Settings
 from dlq.policy import RetryPolicy
 
@@ -93,8 +93,7 @@ class Starting:
     def on_pause(self, what: str, exc: BaseException, delay: float) -> None:
         """``OnPause`` of a start-up step: counted as any pause, and said by ``check``."""
         pauses.on_pause(what, exc, delay)
-        lines = scrub(str(exc)).strip().splitlines()
-        self.paused = f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
+        self.paused = said(exc)
 
     def check(self) -> Check:
         """``/ready``'s ``start`` check."""
