@@ -35,16 +35,20 @@ def check_broker_url(broker_url: str) -> None:
 def bootstrap_servers(broker_url: str) -> list[str]:
     """faust's ``kafka://h1:9092;kafka://h2:9092`` (or ``,``) → ``["h1:9092", "h2:9092"]``;
     a server without a port gets Kafka's, 9092, as faust and aiokafka give it."""
-    for part in _parts(broker_url):
-        scheme = part.split("://", 1)[0] if "://" in part else None
-        if scheme is not None and scheme.lower() not in SCHEMES:
-            raise ConfigurationError(
-                f"BROKER_URL: {scheme + '://'!r} is no Kafka scheme (write kafka://host:9092)"
-            )
-    servers = [_with_port(part.split("://", 1)[-1].rstrip("/")) for part in _parts(broker_url)]
+    servers = [_server(part) for part in _parts(broker_url)]
     if not servers:
         raise ConfigurationError(f"BROKER_URL names no broker: {broker_url!r}")
     return servers
+
+
+def _server(part: str) -> str:
+    """``host:port`` of one server as ``BROKER_URL`` writes it (``kafka://`` optional)."""
+    scheme, sep, rest = part.partition("://")
+    if sep and scheme.lower() not in SCHEMES:
+        raise ConfigurationError(
+            f"BROKER_URL: {scheme + '://'!r} is no Kafka scheme (write kafka://host:9092)"
+        )
+    return _with_port((rest if sep else part).rstrip("/"))
 
 
 def _with_port(server: str) -> str:

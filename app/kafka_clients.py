@@ -36,6 +36,8 @@ from app.errors import BrokerRefused, BrokerUnreachable
 from app.settings import Settings
 
 CONNECT_TIMEOUT_SECONDS = 10.0
+# Between the two questions to a listener that closed at the first request (``connect``).
+SASL_CHECK_PAUSE_SECONDS = 0.5
 # OpenSSL's verify codes for a certificate that does not name the host connected to.
 _NAME_MISMATCH = {62, 64}
 
@@ -230,9 +232,6 @@ async def _serves(conn: Any, within: float) -> bool:
     except TimeoutError:
         pass
     return True
-
-
-SASL_CHECK_PAUSE_SECONDS = 0.5
 
 
 def _text(exc: BaseException) -> str:

@@ -159,16 +159,16 @@ class NewEvent:
             )
         if self.aggregate_type == RECORD_AGGREGATE_TYPE:
             problems.append(f"aggregate_type {RECORD_AGGREGATE_TYPE!r} is the framework's own")
-        if isinstance(self.aggregate_version, int) and self.aggregate_version < 1:
-            problems.append(f"aggregate_version counts from 1, got {self.aggregate_version}")
-        if isinstance(self.event_version, int) and self.event_version < 1:
-            problems.append(f"event_version counts from 1, got {self.event_version}")
         for name, version in (
             ("aggregate_version", self.aggregate_version),
             ("event_version", self.event_version),
         ):
-            if version is not None and (type(version) is not int or version > INTEGER_MAX):
+            if version is None:
+                continue
+            if type(version) is not int or version > INTEGER_MAX:
                 problems.append(f"{name} must be an integer of at most {INTEGER_MAX}")
+            elif version < 1:
+                problems.append(f"{name} counts from 1, got {version}")
         if self.headers is not None and not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.headers.items()
         ):

@@ -55,7 +55,7 @@ YIELD_EVERY = 100  # records delivered between two turns of the loop, as in faus
 
 def read_denied(exc: TopicAuthorizationFailedError, app: Any) -> str:
     """One line for a fetch the broker's ACLs refused."""
-    named = sorted(t for t in getattr(exc, "args", ()) if isinstance(t, str))
+    named = sorted(t for t in exc.args if isinstance(t, str))
     topics = ", ".join(repr(t) for t in named)
     clients = getattr(app, "broker_clients", None)
     who = principal(clients.security) if clients is not None else "this client's principal"

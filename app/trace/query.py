@@ -134,7 +134,8 @@ async def _trace(conn: AsyncConnection, event_id: str, consumers: Sequence[str] 
         ]
         for row in parked:
             if row["consumer_group"] == name:
-                mine.append(_parked(row, last, await _blocker(conn, row, last)))
+                blocker = await _blocker(conn, row, (last or 0) + 1)
+                mine.append(_parked(row, last, blocker))
         if not mine:
             mine = [_unrecorded(name, version, last)]
         findings.extend(mine)
@@ -226,10 +227,9 @@ def _taken(row: Mapping[str, Any]) -> Finding:
 
 
 async def _blocker(
-    conn: AsyncConnection, row: Mapping[str, Any], last: int | None
+    conn: AsyncConnection, row: Mapping[str, Any], waiting_for: int
 ) -> OpenFailure | None:
-    """The failure of the version ``row`` (parked) waits for, if that one failed."""
-    waiting_for = (last or 0) + 1
+    """The failure of ``waiting_for``, the version ``row`` (parked) waits for, if it failed."""
     found = await open_failures(
         conn, row["consumer_group"], row["aggregate_type"], row["aggregate_id"], [waiting_for]
     )
