@@ -26,7 +26,13 @@ from dlq.topics import dlt_topic, retry_topic
 from tests.integration.support.acls import acl_stream, create_topics, grant, grant_reading
 from tests.integration.support.http import readiness_is
 from tests.integration.support.kafka import OrderTopic
-from tests.integration.support.workers import REPO_ROOT, Stream, Workers, the_one_line
+from tests.integration.support.workers import (
+    REPO_ROOT,
+    Stream,
+    WorkerProcess,
+    Workers,
+    the_one_line,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -46,6 +52,7 @@ async def bill(event: Envelope[OrderPaid], ctx: HandlerContext) -> None:
     ctx.emit(NewEvent(BILLS, "Billed", "Order", event.aggregate_id, {"paid": True}))
 '''
 DELAYS = (1.0, 5.0)
+ACL_WORKER_WITHIN = 90  # a start refused, or the first fetch refused
 
 
 def billing_env(folder: Path, stream: Stream, **extra: str) -> dict[str, str]:
@@ -116,25 +123,41 @@ async def test_fausts_leader_topic_counts_among_those_it_cannot_create(
         assert repr(name) not in line, line  # they exist
 
 
-async def test_a_topic_it_may_not_describe_is_named_with_the_permission(
-    acl_kafka: AclKafka, database_url: str, tmp_path: Path
-) -> None:
+async def acl_topics(acl_kafka: AclKafka) -> tuple[Stream, list[str], str]:
+    """The test's stream on the ACL broker, its topic, retry tiers (``DELAYS``) and DLT
+    created by a super user; returns the stream, the tiers and the DLT."""
     stream = acl_stream(acl_kafka)
     tiers = [retry_topic(stream.topic, d) for d in DELAYS]
     dlt = dlt_topic(stream.topic)
     await create_topics(stream, [stream.topic, *tiers, dlt])
-    grant_reading(acl_kafka, stream, [stream.topic, *tiers])  # nothing on the DLT
+    return stream, tiers, dlt
+
+
+async def ended_acl_worker(
+    acl_kafka: AclKafka, stream: Stream, database_url: str, tmp_path: Path, *, declare: bool
+) -> WorkerProcess:
+    """A worker of the example consumers as ``worker`` on the ACL broker, once it ended (or
+    was killed after ``ACL_WORKER_WITHIN`` seconds)."""
     workers = Workers(stream, tmp_path / "workers")
-    settings = acl_kafka.settings("worker")
+    env = {"RETRY_DELAYS": "1,5", **acl_kafka.settings("worker")}
+    if not declare:
+        env["TOPICS_DECLARE"] = "false"
     try:
-        worker = workers.start(
-            database_url,
-            handler_modules="handlers",
-            env={"RETRY_DELAYS": "1,5", "TOPICS_DECLARE": "false", **settings},
-        )
-        line = the_one_line(worker)
+        worker = workers.start(database_url, handler_modules="handlers", env=env)
+        worker.exit_code(within=ACL_WORKER_WITHIN)
     finally:
         workers.kill_all()
+    return worker
+
+
+async def test_a_topic_it_may_not_describe_is_named_with_the_permission(
+    acl_kafka: AclKafka, database_url: str, tmp_path: Path
+) -> None:
+    stream, tiers, dlt = await acl_topics(acl_kafka)
+    grant_reading(acl_kafka, stream, [stream.topic, *tiers])  # nothing on the DLT
+    settings = acl_kafka.settings("worker")
+    worker = await ended_acl_worker(acl_kafka, stream, database_url, tmp_path, declare=False)
+    line = the_one_line(worker)
     assert f"Describe on topic {dlt!r}" in line, line
     assert "TopicAuthorizationFailed" in line, line
     assert "worker" in line, line
@@ -148,22 +171,11 @@ async def test_a_group_it_may_not_use_is_named_with_the_permission(
 ) -> None:
     """Every topic there and readable, the group (``APP_ID``) denied: one line naming the
     group and the permission. (faust's consumer waited for the group without a word.)"""
-    stream = acl_stream(acl_kafka)
-    tiers = [retry_topic(stream.topic, d) for d in DELAYS]
-    dlt = dlt_topic(stream.topic)
-    await create_topics(stream, [stream.topic, *tiers, dlt])
+    stream, tiers, dlt = await acl_topics(acl_kafka)
     grant(acl_kafka, "Read", [stream.topic, *tiers, dlt])  # Read implies Describe; no group
-    workers = Workers(stream, tmp_path / "workers")
     settings = acl_kafka.settings("worker")
-    try:
-        worker = workers.start(
-            database_url,
-            handler_modules="handlers",
-            env={"RETRY_DELAYS": "1,5", "TOPICS_DECLARE": "false", **settings},
-        )
-        line = the_one_line(worker)
-    finally:
-        workers.kill_all()
+    worker = await ended_acl_worker(acl_kafka, stream, database_url, tmp_path, declare=False)
+    line = the_one_line(worker)
     assert f"its consumer group {stream.app_id!r}" in line, line
     assert "GroupAuthorizationFailed" in line and "Read on the group" in line, line
     assert settings["BROKER_SASL_PASSWORD"] not in line
@@ -175,21 +187,11 @@ async def test_a_topic_it_may_not_create_is_named_with_the_permission(
     """``TOPICS_DECLARE=true`` (the default) and no Create allowed: the topics it would
     create, faust's leader topic among them, in one line, exit code 2. (faust's leader
     assignor met the refusal with a traceback, exit code 1.)"""
-    stream = acl_stream(acl_kafka)
-    tiers = [retry_topic(stream.topic, d) for d in DELAYS]
-    dlt = dlt_topic(stream.topic)
-    await create_topics(stream, [stream.topic, *tiers, dlt])
+    stream, tiers, dlt = await acl_topics(acl_kafka)
     grant_reading(acl_kafka, stream, [stream.topic, *tiers, dlt])
-    workers = Workers(stream, tmp_path / "workers")
-    settings = acl_kafka.settings("worker")
-    try:
-        worker = workers.start(
-            database_url, handler_modules="handlers", env={"RETRY_DELAYS": "1,5", **settings}
-        )
-        line = the_one_line(worker)
-        assert worker.exit_code(within=30) == 2, worker.tail()
-    finally:
-        workers.kill_all()
+    worker = await ended_acl_worker(acl_kafka, stream, database_url, tmp_path, declare=True)
+    line = the_one_line(worker)
+    assert worker.exit_code(within=30) == 2, worker.tail()
     assert "Create on" in line and repr(f"{stream.app_id}-__assignor-__leader") in line, line
     assert "TOPICS_DECLARE=false" in line, line
     assert "Traceback" not in worker.log(), worker.tail()
@@ -201,25 +203,13 @@ async def test_a_topic_it_may_not_read_stops_it_in_one_line(
     """Describe granted (the start's check passes) but not Read: the first fetch the
     broker refuses stops the worker with exit code 2 and one ERROR line naming the topic
     and the permission. (faust's fetcher crashed: two tracebacks, exit code 1.)"""
-    stream = acl_stream(acl_kafka)
-    tiers = [retry_topic(stream.topic, d) for d in DELAYS]
-    dlt = dlt_topic(stream.topic)
-    await create_topics(stream, [stream.topic, *tiers, dlt])
+    stream, tiers, dlt = await acl_topics(acl_kafka)
     grant(acl_kafka, "Describe", [stream.topic, *tiers, dlt])
     acl_kafka.grant("worker", "--operation", "Read", "--group", stream.app_id)
     acl_kafka.grant("worker", "--operation", "IdempotentWrite", "--cluster")
-    workers = Workers(stream, tmp_path / "workers")
     settings = acl_kafka.settings("worker")
-    try:
-        worker = workers.start(
-            database_url,
-            handler_modules="handlers",
-            env={"RETRY_DELAYS": "1,5", "TOPICS_DECLARE": "false", **settings},
-        )
-        code = worker.exit_code(within=90)
-        log = worker.log()
-    finally:
-        workers.kill_all()
+    worker = await ended_acl_worker(acl_kafka, stream, database_url, tmp_path, declare=False)
+    code, log = worker.exit_code(within=0), worker.log()
     assert code == 2, log
     (line,) = [text for text in log.splitlines() if "configuration error" in text]
     assert "[ERROR]" in line and "Read on topic" in line, line
