@@ -37,7 +37,7 @@ from app.db.tables import (
     OUTBOX_TOPIC,
 )
 from app.errors import InvalidOutboxEvent
-from app.outbox.message import EVENT_ID_HEADER
+from app.outbox.message import COLUMN_HEADERS
 from app.outbox.status import RECORD_AGGREGATE_TYPE, OutboxStatus
 from app.registry import TOPIC_NAME
 from dlq.headers import is_ours
@@ -174,11 +174,12 @@ class NewEvent:
         ):
             problems.append("headers must map header names to text values")
         elif self.headers is not None:
-            reserved = sorted(k for k in self.headers if k == EVENT_ID_HEADER or is_ours(k))
+            reserved = sorted(k for k in self.headers if k in COLUMN_HEADERS or is_ours(k))
             if reserved:
                 problems.append(
                     f"headers {', '.join(map(repr, reserved))} are the framework's own (the "
-                    "relay sets id to the eventId; retry-* and dlt-* mark retry and DLT records)"
+                    "relay sets id, eventType and aggregateType from the event's; retry-* and "
+                    "dlt-* mark retry and DLT records)"
                 )
         if problems:
             raise InvalidOutboxEvent("; ".join(problems))

@@ -2,10 +2,13 @@
 
 A business row is sent as written: value = ``payload`` (UTF-8, verbatim; it must be
 JSON, or consumers could not read it), key = ``event_key`` or else
-``aggregate_id``, headers = the ``headers`` JSON object plus ``id`` = ``event_id``
-(unless the row names an ``id`` header itself), as Debezium's outbox router sends
-them. A row of the worker's own records is sent from its ``record_*`` columns,
-byte for byte (``app.outbox.records``).
+``aggregate_id``, headers = the ``headers`` JSON object plus ``id`` = ``event_id``,
+``eventType`` = ``event_type`` and ``aggregateType`` = ``aggregate_type`` (the columns
+win over a hand-written row's headers of those names), as Debezium's outbox router
+sends them with the connector in ``ops/debezium``: a consumer takes an envelope field
+the payload leaves out from those headers (``app.pipeline.wire``), whichever of the two
+shipped the row. A row of the worker's own records is sent from its ``record_*``
+columns, byte for byte (``app.outbox.records``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from app.pipeline.wire import AGGREGATE_TYPE, EVENT_ID, EVENT_TYPE
 from app.records import headers_from_json
 from dlq import headers as h
 from dlq.topics import topic_name
@@ -22,7 +26,13 @@ from dlq.topics import topic_name
 _KAFKA_TOPIC = topic_name()
 TOPIC_RULE = "letters, digits, '.', '_' and '-', not '.' or '..'"
 
-EVENT_ID_HEADER = "id"
+# The headers a consumer reads an envelope field from when the value leaves it out.
+EVENT_ID_HEADER: str = EVENT_ID.header  # type: ignore[assignment]
+EVENT_TYPE_HEADER: str = EVENT_TYPE.header  # type: ignore[assignment]
+AGGREGATE_TYPE_HEADER: str = AGGREGATE_TYPE.header  # type: ignore[assignment]
+COLUMN_HEADERS = (EVENT_ID_HEADER, EVENT_TYPE_HEADER, AGGREGATE_TYPE_HEADER)
+"""The headers a business row's columns set (``event_id``, ``event_type``,
+``aggregate_type``), in that order."""
 # What is kept of the failure's text in a record that had to be shortened.
 SHORT_MESSAGE_BYTES = 200
 LEFT_OUT = b"(left out: the record was too large for its topic)"
@@ -71,7 +81,10 @@ def _headers(row: Mapping[str, Any]) -> tuple[tuple[str, bytes], ...]:
             raise BadRow(f"headers is not JSON: {exc}") from None
         if not isinstance(named, dict) or not all(isinstance(v, str) for v in named.values()):
             raise BadRow("headers must be a JSON object of header name to text value")
-    named[EVENT_ID_HEADER] = row["event_id"]  # the event's id, whatever a hand-written row says
+    # The row's columns, whatever a hand-written row's headers say.
+    named[EVENT_ID_HEADER] = row["event_id"]
+    named[EVENT_TYPE_HEADER] = row["event_type"]
+    named[AGGREGATE_TYPE_HEADER] = row["aggregate_type"]
     return tuple((name, value.encode()) for name, value in named.items())
 
 

@@ -5,9 +5,11 @@ Contract: an order service in Java, Go or SQL inserts ``event_id``, ``aggregate_
 ``created_at`` and ``updated_at``, or leaving them to the server's defaults), and
 the relay publishes each row: value = the payload's bytes exactly, key = the
 aggregate id (or ``event_key``), headers = the ``headers`` column plus ``id`` =
-the event id. Ids differing only in case are different ids (``EVT-1`` and
-``evt-1`` are two events, ``ORDER-A`` and ``order-a`` two aggregates). On each
-database.
+the event id, ``eventType`` and ``aggregateType`` = the row's (as the shipped Debezium
+connector places them), so a payload may leave those fields to its columns: the
+consumers read them from the headers (and the aggregate id from the key). Ids
+differing only in case are different ids (``EVT-1`` and ``evt-1`` are two events,
+``ORDER-A`` and ``order-a`` two aggregates). On each database.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from app.db.engine import create_engine
+from app.pipeline.decode import Decoded, decode
 from tests.integration.support.databases import BACKENDS
 from tests.integration.support.dlq import records
 from tests.integration.support.kafka import OrderTopic
@@ -89,4 +92,54 @@ async def test_rows_inserted_with_plain_sql_ship_as_written(
         assert record.key == (extra.get("event_key") or aggregate_id).encode()
         assert record.header("id") == event_id.encode()
     assert sent["EVT-1"].header("traceparent") == b"00-abc-01"
-    assert sent["EVT-1"].headers == (("traceparent", b"00-abc-01"), ("id", b"EVT-1"))
+    assert sent["EVT-1"].headers == (
+        ("traceparent", b"00-abc-01"),
+        ("id", b"EVT-1"),
+        ("eventType", b"OrderPaid"),
+        ("aggregateType", b"Order"),
+    )
+
+
+LEAN = (
+    '{"eventVersion": 1, "occurredAt": "2026-12-03T10:00:00Z", "data": {"orderId": "o-9", '
+    '"userId": "u-1", "amount": 3, "paidAt": "2026-12-03T10:00:00Z"}}'
+)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_payload_may_leave_its_ids_and_types_to_the_rows_columns(
+    topic: OrderTopic, migrated_database: str
+) -> None:
+    stream = topic.stream
+    engine = create_engine(migrated_database, pool_size=1)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                text(MINIMAL),
+                {
+                    "event_id": "lean-1",
+                    "aggregate_id": "o-9",
+                    "topic": stream.topic,
+                    "payload": LEAN,
+                    "event_key": None,
+                },
+            )
+    finally:
+        await engine.dispose()
+
+    async with relay_on(migrated_database, stream.broker_url) as relay:
+        await until_idle(relay)
+
+    [record] = await records(stream, stream.topic)
+    assert record.value == LEAN.encode()
+    found = decode(record, default_aggregate_type="ORDER")
+    assert isinstance(found, Decoded), found
+    event = found.event
+    # The column's 'Order', not the consumers' default: the aggregate is the one the
+    # same service's payloads that name it order under.
+    assert (event.event_id, event.event_type, event.aggregate_type, event.aggregate_id) == (
+        "lean-1",
+        "OrderPaid",
+        "Order",
+        "o-9",
+    )

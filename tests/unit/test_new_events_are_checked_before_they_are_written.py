@@ -147,6 +147,10 @@ def test_what_no_consumer_would_read_is_refused(changes: dict[str, object], said
         ({"data": {"x": float("nan")}}, "data holds NaN or an infinity"),
         ({"data": {"x": [1.0, float("inf")]}}, "data holds NaN or an infinity"),
         ({"headers": {"id": "spoofed"}}, "headers 'id' are the framework's own"),
+        (
+            {"headers": {"eventType": "x", "aggregateType": "y"}},
+            "headers 'aggregateType', 'eventType' are the framework's own",
+        ),
         ({"headers": {"retry-attempt": "soon"}}, "headers 'retry-attempt' are the framework's"),
     ],
 )

@@ -5,7 +5,8 @@ Contract (``app.outbox.records``, ``app.outbox.message``): a retry or DLT record
 as a row comes back with the same key, value and headers, bytes that are no UTF-8 and
 repeated header names included, and its row files it under ``effectively-once`` and the
 failed event's id; a business row is sent with value = the payload's bytes, key =
-``event_key`` or else the aggregate id, headers = the ``headers`` object plus ``id``;
+``event_key`` or else the aggregate id, headers = the ``headers`` object plus ``id``,
+``eventType`` and ``aggregateType`` from the row's columns;
 a payload that is not JSON, or headers that are not an object of text, is refused
 with a reason (the row's attempt fails), not sent.
 """
@@ -65,6 +66,8 @@ def test_a_record_of_an_event_without_a_readable_id_is_filed_under_its_own() -> 
 def business(**changes: Any) -> dict[str, Any]:
     row = {
         "event_id": "evt-1",
+        "event_type": "OrderPaid",
+        "aggregate_type": "Order",
         "aggregate_id": "order-1",
         "event_key": None,
         "topic": "orders",
@@ -81,13 +84,25 @@ def test_a_business_row_is_sent_as_written() -> None:
     sent = message_of(business())
     assert sent.value == b'{"eventId": "evt-1", "amount": 12.50}'
     assert sent.key == b"order-1"
-    assert sent.headers == (("id", b"evt-1"),)
+    assert sent.headers == (
+        ("id", b"evt-1"),
+        ("eventType", b"OrderPaid"),
+        ("aggregateType", b"Order"),
+    )
     keyed = message_of(
-        business(event_key="customer-7", headers='{"traceparent": "00-1", "id": "x"}')
+        business(
+            event_key="customer-7",
+            headers='{"traceparent": "00-1", "id": "x", "eventType": "y", "aggregateType": "z"}',
+        )
     )
     assert keyed.key == b"customer-7"
-    # The id header is the row's event_id, whatever a hand-written row's headers say.
-    assert keyed.headers == (("traceparent", b"00-1"), ("id", b"evt-1"))
+    # The row's columns, whatever a hand-written row's headers say.
+    assert keyed.headers == (
+        ("traceparent", b"00-1"),
+        ("id", b"evt-1"),
+        ("eventType", b"OrderPaid"),
+        ("aggregateType", b"Order"),
+    )
 
 
 @pytest.mark.parametrize(
