@@ -65,6 +65,11 @@ from app.outbox.recovered import already_sent
 
 START_TIMEOUT_SECONDS = 15.0
 MAX_BATCH_BYTES = 256 * 1024
+# The largest record the relay sends; the topic's ``max.message.bytes`` decides below it
+# (aiokafka's default, 1 MiB, refused a record the topic was raised to accept). Well under
+# the broker's ``socket.request.max.bytes`` (100 MiB), past which it drops the connection,
+# which looks like an outage: retried in place forever instead of the row going ``DEAD``.
+MAX_RECORD_BYTES = 32 * 1024 * 1024
 NEITHER_KEY_NOR_VALUE = "a record needs a key or a value; this one has neither"
 # What a broker without idempotent producers answers to InitProducerId.
 _NO_IDEMPOTENCE = {"UnknownError", "UnsupportedVersionError"}
@@ -158,6 +163,7 @@ class KafkaBroker:
             "enable_idempotence": idempotent,
             "linger_ms": 2,
             "max_batch_size": MAX_BATCH_BYTES,
+            "max_request_size": MAX_RECORD_BYTES,
             "partitioner": self._partitioner,
             "request_timeout_ms": int(request_timeout_seconds * 1000),
         }

@@ -62,3 +62,28 @@ async def test_a_record_the_topic_refuses_holds_back_no_other_row(
     assert sorted(on_topic) == sorted(
         [("first", 1), ("big", 2)] + [(f"after-{n}", 1) for n in range(5)]
     )
+
+
+async def test_a_record_the_topic_was_raised_to_accept_is_published(
+    topic: OrderTopic, migrated_database: str
+) -> None:
+    # Past aiokafka's own 1 MiB cap (the producer refused it before the broker could say).
+    stream = topic.stream
+    name = f"{stream.topic}-large"
+    admin = AIOKafkaAdminClient(bootstrap_servers=stream.bootstrap)
+    await admin.start()
+    try:
+        config = {"max.message.bytes": str(3 * 1024 * 1024)}
+        await admin.create_topics([NewTopic(name, 1, 1, topic_configs=config)])
+    finally:
+        await admin.close()
+    large = event(name, "large", 1, size=1_500_000)
+    await write(migrated_database, [large], per_transaction=1)
+    async with relay_on(
+        migrated_database, stream.broker_url, max_attempts=2, attempt_backoff=QUICK
+    ) as relay:
+        await until_idle(relay)
+
+    assert await statuses(migrated_database) == {"PUBLISHED": 1}
+    [record] = await shipped(stream, name)
+    assert len(record["data"]["pad"]) == 1_500_000
