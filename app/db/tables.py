@@ -33,6 +33,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    CheckConstraint,
     Column,
     DateTime,
     Index,
@@ -193,6 +194,8 @@ OUTBOX_TOPIC = 128
 OUTBOX_KEY = 128
 
 NOT_PUBLISHED = text("status <> 'PUBLISHED'")
+OUTBOX_STATUSES = "('PENDING', 'PROCESSING', 'PUBLISHED', 'DEAD')"
+"""Every ``OutboxStatus``, as the SQL list the status column's constraint allows."""
 
 outbox_event = Table(
     "outbox_event",
@@ -209,7 +212,8 @@ outbox_event = Table(
     Column("payload", LONG_TEXT, nullable=False),
     Column("headers", LONG_TEXT, nullable=True),
     Column("aggregate_version", Integer, nullable=True),
-    Column("status", String(16), nullable=False, server_default="PENDING"),
+    # One of ``OutboxStatus``, spelt exactly (binary on MySQL/MariaDB; migration 0007).
+    Column("status", binary_id(16), nullable=False, server_default="PENDING"),
     Column("retry_count", Integer, nullable=False, server_default="0"),
     Column("next_retry_at", MOMENT, nullable=True),
     Column("created_at", MOMENT, nullable=False, server_default=text("CURRENT_TIMESTAMP")),
@@ -224,6 +228,7 @@ outbox_event = Table(
     Column("record_value", LONG_BYTES, nullable=True),
     Column("record_headers", LONG_TEXT, nullable=True),
     UniqueConstraint("event_id", name="uq_outbox_event_event_id"),
+    CheckConstraint(f"status IN {OUTBOX_STATUSES}", name="ck_outbox_event_status"),
     # The relay's scan: unpublished rows in id order, one status at a time; and an
     # aggregate's earlier unpublished rows. On PostgreSQL only the rows not published
     # (migration 0006): marking a row published then writes neither index.

@@ -23,7 +23,7 @@ from tests.integration.support.outbox import relay_on, shipped, statuses, until_
 
 pytestmark = pytest.mark.integration
 
-MAX_MESSAGE_BYTES = "2000"
+MAX_MESSAGE_BYTES = 2000
 QUICK = Backoff(0.01, 0.01, jitter=0.0)
 
 
@@ -31,18 +31,23 @@ def event(topic: str, aggregate: str, version: int, size: int = 10) -> NewEvent:
     return NewEvent(topic, "Counted", "Counter", aggregate, {"pad": "x" * size}, version)
 
 
+async def topic_of_limit(bootstrap: str, name: str, max_message_bytes: int) -> None:
+    """Create ``name``, one partition, with its own ``max.message.bytes``."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        config = {"max.message.bytes": str(max_message_bytes)}
+        await admin.create_topics([NewTopic(name, 1, 1, topic_configs=config)])
+    finally:
+        await admin.close()
+
+
 async def test_a_record_the_topic_refuses_holds_back_no_other_row(
     topic: OrderTopic, migrated_database: str
 ) -> None:
     stream = topic.stream
     name = f"{stream.topic}-small"
-    admin = AIOKafkaAdminClient(bootstrap_servers=stream.bootstrap)
-    await admin.start()
-    try:
-        config = {"max.message.bytes": MAX_MESSAGE_BYTES}
-        await admin.create_topics([NewTopic(name, 1, 1, topic_configs=config)])
-    finally:
-        await admin.close()
+    await topic_of_limit(stream.bootstrap, name, MAX_MESSAGE_BYTES)
     await write(migrated_database, [event(name, "first", 1)], per_transaction=1)
     async with relay_on(
         migrated_database, stream.broker_url, max_attempts=2, attempt_backoff=QUICK
@@ -70,13 +75,7 @@ async def test_a_record_the_topic_was_raised_to_accept_is_published(
     # Past aiokafka's own 1 MiB cap (the producer refused it before the broker could say).
     stream = topic.stream
     name = f"{stream.topic}-large"
-    admin = AIOKafkaAdminClient(bootstrap_servers=stream.bootstrap)
-    await admin.start()
-    try:
-        config = {"max.message.bytes": str(3 * 1024 * 1024)}
-        await admin.create_topics([NewTopic(name, 1, 1, topic_configs=config)])
-    finally:
-        await admin.close()
+    await topic_of_limit(stream.bootstrap, name, 3 * 1024 * 1024)
     large = event(name, "large", 1, size=1_500_000)
     await write(migrated_database, [large], per_transaction=1)
     async with relay_on(

@@ -8,7 +8,8 @@ holding rows:
 - upgraded for other handler modules than ``handlers``, gets the framework's
   later revisions (``0003``: the outbox; ``0004``: binary ids on MariaDB,
   ``database_identity``; ``0005``: NO PAD binary ids on MariaDB; ``0006``: the
-  outbox's scan indexes partial on PostgreSQL) with its
+  outbox's scan indexes partial on PostgreSQL; ``0007``: the outbox's status spelt
+  exactly) with its
   example tables and every row untouched, and
   gets no version table of the example's;
 - upgraded with ``handlers`` among the handler modules, keeps every row;
@@ -132,12 +133,12 @@ async def test_an_old_database_is_left_alone_without_the_examples_and_taken_over
         async with engine.connect() as conn:
             added = {"database_identity", "outbox_event"}
             assert (await conn.run_sync(schema))[0] == old_tables | added
-        assert await versions(engine) == {VERSION_TABLE: "0006"}
+        assert await versions(engine) == {VERSION_TABLE: "0007"}
         assert await rows(engine) == before
 
         await upgrade_to_head(url, ["handlers"])
 
-        assert await versions(engine) == {VERSION_TABLE: "0006", EXAMPLE_VERSION_TABLE: "0003"}
+        assert await versions(engine) == {VERSION_TABLE: "0007", EXAMPLE_VERSION_TABLE: "0003"}
         assert await rows(engine) == before
         async with engine.connect() as conn:
             tables, diffs = await conn.run_sync(schema)
@@ -199,7 +200,7 @@ async def test_a_notification_table_of_ones_own_is_never_touched(
         await upgrade_to_head(url)
 
         assert await mine() == (["id", "body"], [(1, "hello")])
-        assert await versions(engine) == {VERSION_TABLE: "0006"}
+        assert await versions(engine) == {VERSION_TABLE: "0007"}
 
         with pytest.raises(ConfigurationError, match=r"'notification'.*columns body, id"):
             await upgrade_to_head(url, ["handlers"])
