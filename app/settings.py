@@ -134,6 +134,12 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     def _detail_in_any_case(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
 
+    @field_validator("group_instance_id", mode="before")
+    @classmethod
+    def _blank_instance_is_unset(cls, value: object) -> object:
+        # GROUP_INSTANCE_ID= (a manifest's empty value): no static membership, as unset.
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("redis_url")
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:

@@ -166,9 +166,15 @@ def summary(paths: Sequence[Path]) -> str:
     return "\n".join(out)
 
 
+USAGE = "usage: python -m bench.summary RESULTS.json... (the --json-out files of python -m bench)"
+
+
 def main(argv: Sequence[str]) -> int:
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(USAGE)
+        return 0
     if not argv:
-        print("usage: python -m bench.summary RESULTS.json...", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
     missing = [name for name in argv if not Path(name).is_file()]
     if missing:

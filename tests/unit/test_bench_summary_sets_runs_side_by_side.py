@@ -82,3 +82,8 @@ def test_each_run_its_median_and_the_targets_met(tmp_path: Path) -> None:
 def test_a_missing_file_is_named_without_a_traceback(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert main([str(tmp_path / "nowhere.json")]) == 2
     assert "no such results file" in capsys.readouterr().err
+
+
+def test_help_says_what_it_takes(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: python -m bench.summary RESULTS.json")

@@ -51,6 +51,7 @@ def test_defaults() -> None:
     assert settings.database_url == DEFAULT_DATABASE_URL
     assert settings.broker_url == "kafka://localhost:9092"
     assert settings.redis_url is None
+    assert settings.group_instance_id is None
     assert settings.order_topic == "order-event-topic"
     assert settings.batch_size == 2000
     assert settings.batch_wait_seconds == 0.005
@@ -116,6 +117,7 @@ def test_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("MIGRATE_ON_START", "false")
     monkeypatch.setenv("HANDLER_MODULES", "handlers.points, handlers.inventory ,,")
     monkeypatch.setenv("REDIS_URL", "")
+    monkeypatch.setenv("GROUP_INSTANCE_ID", "")
     monkeypatch.setenv("CONSUMERS", " points-service,, inventory-service")
     monkeypatch.setenv("DEFAULT_AGGREGATE_TYPE", "Payment")
 
