@@ -108,7 +108,8 @@ def requeue(
 ) -> None:
     """Put DEAD rows back to PENDING, attempts counted afresh (fix their cause first)."""
     if bool(row_ids) == every:
-        raise typer.BadParameter("name the rows (their ids) or give --all, not both")
+        said = "not both" if every else "one of them"
+        raise typer.BadParameter(f"name the rows (their ids) or give --all, {said}")
 
     async def act(conn: AsyncConnection) -> tuple[list[int], list[int], set[int]]:
         chosen = list(row_ids or [])

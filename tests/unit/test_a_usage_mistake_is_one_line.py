@@ -44,6 +44,16 @@ def ran(*args: str) -> subprocess.CompletedProcess[str]:
             "python -m app: error: No such command 'nosuch'. (see python -m app --help)",
         ),
         (
+            ("-m", "app", "outbox", "requeue"),
+            "python -m app: error: Invalid value: name the rows (their ids) or give --all, "
+            "one of them",
+        ),
+        (
+            ("-m", "app", "outbox", "requeue", "3", "--all"),
+            "python -m app: error: Invalid value: name the rows (their ids) or give --all, "
+            "not both",
+        ),
+        (
             (
                 "-c",
                 "import sys; sys.argv[1:] = ['dlq', 'show', '1']; from app.__main__ import "
