@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, literal_column
+from sqlalchemy import ColumnElement, literal_column, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.tables import outbox_event as t
-from app.outbox.status import OutboxStatus
+from app.outbox.status import UNPUBLISHED, OutboxStatus
 
 
 def status_in(*statuses: str) -> ColumnElement[bool]:
@@ -25,3 +26,9 @@ def status_in(*statuses: str) -> ColumnElement[bool]:
         literal_column(f"'{OutboxStatus(status).value}'") for status in statuses
     ]
     return t.c.status == values[0] if len(values) == 1 else t.c.status.in_(values)
+
+
+async def topics_waited_for(session: AsyncSession, topics: set[str]) -> set[str]:
+    """Those of ``topics`` that rows not yet published (``PENDING``, ``PROCESSING``) are for."""
+    query = select(t.c.topic).where(status_in(*UNPUBLISHED), t.c.topic.in_(sorted(topics)))
+    return set((await session.execute(query.distinct())).scalars())

@@ -67,6 +67,7 @@ from app import metrics
 from app.db.dialect import backend
 from app.outbox import settle
 from app.outbox.broker import breaks_sequence, denial, is_row_fault
+from app.outbox.by_status import topics_waited_for
 from app.outbox.claim import Aggregate, Floor, aware, lock_claimable, mark_processing
 from app.outbox.lease import Lease
 from app.outbox.message import BadRow, Message, message_of, shortened
@@ -298,7 +299,7 @@ class Relay:
             self.denied.clear()
             self.schema_missing = False
             metrics.relay_polled()
-            await self._recheck_missing()
+            await self.recheck_missing()
             if claimed >= self.config.batch_size:
                 pause = self.config.poll_interval
                 continue
@@ -574,9 +575,9 @@ class Relay:
             return f"creating it was refused: {refused[topic]}"
         return "created, but the broker does not list it yet"
 
-    async def _recheck_missing(self) -> None:
-        """Forget the missing topics that exist now (created by someone else, say), even when
-        no row is due for them any more."""
+    async def recheck_missing(self) -> None:
+        """Forget the missing topics that exist now (created by someone else, say), and those
+        no row waits for any more (each went ``DEAD``, or was deleted)."""
         if not self.missing_topics:
             return
         if time.monotonic() - self._missing_checked_at < MISSING_RECHECK_SECONDS:
@@ -586,6 +587,12 @@ class Relay:
             still = await self.broker.missing_topics(set(self.missing_topics))
         except Exception:  # the broker out of reach: asked again next time
             return
+        if still:
+            waited_for = await self._db(
+                "reading which missing topics rows wait for",
+                lambda session: topics_waited_for(session, still),
+            )
+            still &= waited_for
         for topic in set(self.missing_topics) - still:
             del self.missing_topics[topic]
 

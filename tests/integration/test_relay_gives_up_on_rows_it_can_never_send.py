@@ -5,7 +5,8 @@ fail ``RELAY_MAX_ATTEMPTS`` publishes and end ``DEAD``, ``retry_count`` at the
 maximum and ``last_error`` saying why; every other row ships, the dead row's
 aggregate's later rows included, once it is dead (they waited for it, not more). This
 relay creates no topic (built without a topic maker, as with ``TOPICS_DECLARE=false``).
-``python -m app outbox list`` shows the dead rows, and ``requeue --execute`` puts one
+The missing topic is named (for ``/ready``) while a row waits for it, and no longer once
+none does. ``python -m app outbox list`` shows the dead rows, and ``requeue --execute`` puts one
 back once its topic exists: it ships (an id no row has is said so, exit code 1). On each
 database.
 """
@@ -19,6 +20,7 @@ import pytest
 
 from app.demo.produce import ensure_topic
 from app.outbox import NewEvent
+from app.outbox import relay as relay_module
 from app.pipeline.pause import Backoff
 from tests.integration.support.databases import BACKENDS
 from tests.integration.support.dlq import records
@@ -41,8 +43,9 @@ QUICK = Backoff(0.05, 0.05)
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_rows_that_cannot_be_sent_go_dead_and_the_rest_ships(
-    topic: OrderTopic, migrated_database: str
+    topic: OrderTopic, migrated_database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(relay_module, "MISSING_RECHECK_SECONDS", 0.0)
     stream = topic.stream
     missing = f"{stream.topic}-missing"
 
@@ -92,6 +95,10 @@ async def test_rows_that_cannot_be_sent_go_dead_and_the_rest_ships(
             ("good", 2),
         ]
         assert await records(stream, missing) == []  # the relay created no topic
+        # Named (``/ready``'s relay check) while its row waited; no longer once it is DEAD.
+        assert set(relay.missing_topics) == {missing}
+        await relay.recheck_missing()
+        assert relay.missing_topics == {}
 
         env = {"DATABASE_URL": migrated_database}
         code, listed, _ = await app_command("outbox", "list", "--json", env=env)
