@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -26,6 +26,7 @@ from aiokafka.conn import create_conn
 from aiokafka.errors import (
     KafkaConnectionError,
     SaslAuthenticationFailed,
+    UnknownTopicOrPartitionError,
     UnsupportedSaslMechanismError,
 )
 from aiokafka.protocol.metadata import MetadataRequest
@@ -241,33 +242,50 @@ def _text(exc: BaseException) -> str:
 
 class BrokerCheck:
     """``/ready``'s broker check: a connection made as the clients make theirs (TLS and
-    login included), kept open between checks. Each check asks the broker for metadata
-    over it, and connects anew only when it is gone: one handshake and login (and one
-    line of aiokafka's log) per connection, not per probe."""
+    login included), kept open between checks. Each check asks the broker for the
+    metadata of ``topics`` (the topics the worker consumes; never creating one) over it,
+    and connects anew only when it is gone: one handshake and login (and one line of
+    aiokafka's log) per connection, not per probe. ``missing_topics``: those of them the
+    broker's last answer did not know (deleted under the worker, a broker that lost its
+    data)."""
 
-    def __init__(self, clients: KafkaClients) -> None:
+    def __init__(self, clients: KafkaClients, topics: Callable[[], Sequence[str]] = tuple) -> None:
         self._clients = clients
+        self._topics = topics
         self._conn: Any = None
         self._server = ""
+        self.missing_topics: list[str] = []
 
     async def check(self, within: float) -> str:
         """The server that answered within ``within`` seconds; raises why none did.
 
         A connection that went silent fails this check (the next one connects anew): a
-        check never takes longer than ``within`` per bootstrap server."""
+        check never takes longer than ``within`` per bootstrap server (twice, when the
+        connection kept was found closed)."""
         if self._conn is not None and self._conn.connected():
             try:
-                async with asyncio.timeout(within):
-                    await self._conn.send(MetadataRequest([]))
-                return self._server
-            except TimeoutError:
-                self.close()
-                raise BrokerUnreachable(
-                    f"cannot reach the broker at {self._server}: no answer within {within:g} s"
-                ) from None
+                return await self._ask(within)
+            except BrokerUnreachable:
+                raise
             except Exception:  # closed under it: connect anew
                 self.close()
         self._conn, self._server = await self._clients.connect(within)
+        return await self._ask(within)
+
+    async def _ask(self, within: float) -> str:
+        topics = list(self._topics())
+        try:
+            async with asyncio.timeout(within):
+                answer = await self._conn.send(
+                    MetadataRequest(topics, allow_auto_topic_creation=False)
+                )
+        except TimeoutError:
+            self.close()
+            raise BrokerUnreachable(
+                f"cannot reach the broker at {self._server}: no answer within {within:g} s"
+            ) from None
+        unknown = UnknownTopicOrPartitionError.errno
+        self.missing_topics = sorted(t for code, t, *_ in answer.topics if code == unknown)
         return self._server
 
     def close(self) -> None:

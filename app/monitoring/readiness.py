@@ -13,6 +13,7 @@ records wait is stuck (a connection that hangs, a pause that lasts), not ready.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -139,15 +140,27 @@ async def outbox(engine: AsyncEngine, limit: float, within: float = CHECK_TIMEOU
     return Check("outbox", True, f"the oldest row waiting for a relay is {age:.0f}s old")
 
 
-def partitions(assigned: int | None, settled: bool = False) -> Check:
+def partitions(assigned: int | None, settled: bool = False, missing: Sequence[str] = ()) -> Check:
     """The consumer has ``assigned`` partitions (``None``: the consumer is not running).
 
     ``settled``: the group finished a rebalance and none is under way. A member with no
     partitions then is a spare (more replicas than partitions): ready, waiting to take
     over, not broken; before its first assignment or while the group rebalances it is not.
+    ``missing``: topics the worker consumes that the broker's metadata lacks (deleted
+    under it, a broker that lost its data): not ready, whatever is assigned, since no
+    member can be given their partitions (every member had none, and called itself a
+    spare).
     """
     if assigned is None:
         return Check("partitions", False, "the consumer has not started")
+    if missing:
+        named = ", ".join(repr(topic) for topic in missing)
+        return Check(
+            "partitions",
+            False,
+            f"the broker has no topic {named}: the worker creates its topics at start only "
+            "(TOPICS_DECLARE); create them, or restart the worker",
+        )
     if assigned == 0 and settled:
         return Check(
             "partitions", True, "none assigned: a spare member (more members than partitions)"

@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import tempfile
+import warnings
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import faust
+from faust.exceptions import AlreadyConfiguredWarning
 from mode.supervisors import CrashingSupervisor
 
 from app.errors import BatchGivenUp, ConfigurationError
@@ -121,8 +123,12 @@ class App(faust.App):
         if instance:
             # faust's assignor requires the URL in the assignment the broker kept for a
             # static member to be the member's own; ``faust worker --web-port`` sets it
-            # from the host and port, which a restart may change.
-            self.conf.canonical_url = f"http://{instance}"  # type: ignore[assignment]
+            # from the host and port, which a restart may change. (faust warns that the key
+            # was read already, by the web server started first; the assignor reads it at
+            # every assignment.)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", AlreadyConfiguredWarning)
+                self.conf.canonical_url = f"http://{instance}"  # type: ignore[assignment]
         await super().on_first_start()
 
     def _new_transport(self) -> Any:

@@ -50,6 +50,10 @@ class FaustPartitions:
             if topics.acks_enabled_for(tp.topic)
         }
 
+    def topics(self) -> list[str]:
+        """The topics the agents consume (not faust's own leader topic)."""
+        return sorted(self._app.topics.acking_topics)
+
     def highwater(self, tp: TopicPartition) -> int | None:
         """The high watermark faust's consumer last saw, if any."""
         try:
@@ -101,7 +105,7 @@ def add_observability(
     progress = Progress()
     database = _Database(settings.database_url, settings.db_timeouts)
     partitions = FaustPartitions(app)
-    broker_check = BrokerCheck(clients)
+    broker_check = BrokerCheck(clients, partitions.topics)
     metrics.initialise(registry.consumers)
 
     @app.page("/metrics")
@@ -148,7 +152,9 @@ def add_observability(
                 progress.completed_any,
             )
             settled = app.rebalancing_count > 0 and not app.rebalancing
-            assigned = readiness.partitions(_assigned(partitions), settled)
+            assigned = readiness.partitions(
+                _assigned(partitions), settled, broker_check.missing_topics
+            )
             relay = relay_health()
             if relay is None and not settings.relay_enabled:
                 relay = await readiness.outbox(database.engine, settings.relay_stall_seconds)

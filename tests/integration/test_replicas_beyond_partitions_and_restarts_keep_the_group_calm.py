@@ -3,11 +3,13 @@ does not rebalance the group.
 
 Contract: of two workers on a topic with one partition, one owns it and the other is a
 spare; once the group settled both answer ``/ready`` with 200, the spare's
-``partitions`` check saying it is one. Two workers with ``GROUP_INSTANCE_ID`` set
-(static membership) split a topic; one is stopped (SIGTERM) and started again under
-the same id within the session timeout: it gets its own partitions back, and the
-other worker sees no rebalance (its log shows one assignment, not two). Tests run
-where the broker supports static membership (Apache Kafka).
+``partitions`` check saying it is one; once the topic is deleted under them, both answer
+503, the check naming the missing topic (each had called itself a spare before). Two
+workers with ``GROUP_INSTANCE_ID`` set (static membership) split a topic; one is stopped
+(SIGTERM) and started again under the same id within the session timeout: it gets its
+own partitions back, and the other worker sees no rebalance (its log shows one
+assignment, not two), nor a warning of faust's about the member's URL. Tests run where
+the broker supports static membership (Apache Kafka).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
 
 from tests.integration.support.http import readiness_is
 from tests.integration.support.kafka import OrderTopic
@@ -46,6 +49,18 @@ async def test_a_replica_beyond_the_partition_count_is_a_ready_spare(
             assert sum("spare" in detail for detail in details) == 1, details
             # The owner holds the topic's partition and one of each retry tier's.
             assert sum(detail.endswith(" assigned") for detail in details) == 1, details
+
+            # The topic deleted under them: no member is a spare then, every one is red.
+            admin = AIOKafkaAdminClient(bootstrap_servers=one_partition.bootstrap)
+            await admin.start()
+            try:
+                await admin.delete_topics([one_partition.topic])
+            finally:
+                await admin.close()
+            for worker in (first, spare):
+                body = await readiness_is(worker, 503, within=60)
+                detail = body["checks"]["partitions"]["detail"]
+                assert detail.startswith(f"the broker has no topic {one_partition.topic!r}"), body
     finally:
         workers.kill_all()
 
@@ -76,3 +91,5 @@ async def test_a_static_member_restarts_without_a_rebalance(
     assert again.assigned_partitions(stream.topic) == moving_had
     await asyncio.sleep(2)  # a rebalance the restart caused would reach the other member now
     assert calm.log().count(ASSIGNED) == rebalances, calm.tail(40)
+    # No warning of faust's about the member's URL, set for static membership.
+    assert "AlreadyConfiguredWarning" not in calm.log() + again.log()
