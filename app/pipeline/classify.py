@@ -7,7 +7,9 @@
   deadline (the connection is dropped). Never the event's fault: pause, retry
   in place, for as long as it takes.
 - ``CONFLICT``: the transaction lost a race (serialization failure, deadlock,
-  lock timeout): run it again.
+  lock timeout): run it again. A consumer's batch that lost a race (``lost_a_race``)
+  runs again at once, as a conflict; a lock wait that timed out pauses like
+  ``CONNECTION`` (whoever holds the lock may hold it as long again).
 - ``STATEMENT``: the server cancelled one statement (its statement timeout,
   an operator's cancel). Paused like the others; a step that keeps meeting the
   same one is escalated by the processor (its events isolated, the one whose
@@ -43,6 +45,7 @@ class Fault(StrEnum):
 
 # PostgreSQL SQLSTATEs.
 _PG_CONFLICT = {"40001", "40P01", "55P03"}
+_PG_RACE = {"40001", "40P01"}  # serialization failure, deadlock (not a lock wait timed out)
 _PG_STATEMENT = {"57014"}  # query_canceled: statement_timeout or pg_cancel_backend
 # Classes: connection exception, the login refused (a password rotated under a running
 # worker: no event could commit either), insufficient resources, operator intervention
@@ -54,6 +57,7 @@ _PG_CONNECTION = {"3D000", "55000", "25P03"}
 
 # MySQL / MariaDB error numbers (client errors, 2000-2999, are all about the connection).
 _MYSQL_CONFLICT = {1205, 1213, 1020}
+_MYSQL_RACE = {1213, 1020}  # deadlock, record changed since read (not 1205, a lock wait)
 _MYSQL_STATEMENT = {1317, 1969, 3024}  # interrupted; max_statement_time; max_execution_time
 _MYSQL_CONNECTION = {
     1021,
@@ -263,3 +267,28 @@ def _by_code(orig: BaseException | None) -> Fault | None:
     if code in _MYSQL_CONNECTION or 2000 <= code < 3000:
         return Fault.CONNECTION
     return Fault.EVENT
+
+
+def lost_a_race(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised from: a handler's failure wraps the driver's)
+    is a deadlock or a serialization failure: the database chose this transaction to roll
+    back so another could commit, and running it again settles it. A lock wait that timed
+    out is not: whoever holds the lock may hold it for as long again (a pause, not a race).
+    """
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        seen.add(id(found))
+        # A code of the database's own: SQLAlchemy's error's, or a driver's raised outside it.
+        orig: BaseException | None
+        if isinstance(found, sa_exc.DBAPIError):
+            orig = found.orig
+        else:
+            orig = found if type(found).__module__.startswith(_DRIVERS) else None
+        code = error_code(orig)
+        if code in _PG_RACE:
+            return True
+        if code in _MYSQL_RACE and getattr(orig, "sqlite_errorcode", None) is None:
+            return True
+        found = found.__cause__
+    return False

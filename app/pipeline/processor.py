@@ -53,14 +53,14 @@ from typing import TypeVar
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app import metrics
+from app import metrics, scrub
 from app.context import HandlerContext
 from app.db.dialect import insert_rows
 from app.db.tables import failed_event, outbox_event
 from app.failure_detail import FailureDetailPolicy
 from app.failure_log import log_failure
 from app.pipeline.apply import HandlerFailed, Mode
-from app.pipeline.classify import is_unique_violation
+from app.pipeline.classify import is_unique_violation, lost_a_race
 from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import (
     Decoded,
@@ -215,7 +215,7 @@ class BatchProcessor:
     async def _consumer_once(
         self, consumer: str, events: list[Decoded], streak: Streak
     ) -> ConsumerBatch:
-        conflicts = 0
+        conflicts = races = 0
         while True:
             try:
                 if streak.failures >= self.escalate_after:
@@ -237,19 +237,32 @@ class BatchProcessor:
                 # (a record the database takes for another, say): the runs after it back off,
                 # and after ``escalate_after`` the batch runs event by event.
                 conflicts += 1
-                metrics.record_rerun(consumer, RERUN_CONFLICT)
-                if conflicts == 1:
-                    log.info("%s: %s; running the batch again", consumer, conflict)
-                    continue
-                delay = self.backoff.delay(conflicts - 1)
-                log.warning(
-                    "%s: %s (%d times in a row); running the batch again in %.1fs",
-                    consumer,
-                    conflict,
-                    conflicts,
-                    delay,
-                )
-                await asyncio.sleep(delay)
+                await self._again(consumer, str(conflict), conflicts)
+            except Exception as exc:
+                if not lost_a_race(exc):
+                    raise
+                # The database rolled this transaction back so that another could commit (a
+                # deadlock between two workers' handlers, a serialization failure): no
+                # outage, and run again it settles. Never escalated: a race that keeps being
+                # lost waits, as an outage does, and no event is routed for it.
+                races += 1
+                await self._again(consumer, f"the batch lost a race ({scrub.said(exc)})", races)
+
+    async def _again(self, consumer: str, why: str, times: int) -> None:
+        """Count a conflict's rerun: the first at once (INFO), the next after a back-off."""
+        metrics.record_rerun(consumer, RERUN_CONFLICT)
+        if times == 1:
+            log.info("%s: %s; running the batch again", consumer, why)
+            return
+        delay = self.backoff.delay(times - 1)
+        log.warning(
+            "%s: %s (%d times in a row); running the batch again in %.1fs",
+            consumer,
+            why,
+            times,
+            delay,
+        )
+        await asyncio.sleep(delay)
 
     async def _consumer_attempt(
         self, consumer: str, events: list[Decoded], first: bool = True
