@@ -47,6 +47,16 @@ def is_known_event_type(event_type: str) -> bool:
     return event_type in _TYPES
 
 
+def registered_models() -> dict[tuple[str, int], type[BaseModel]]:
+    """Every ``(eventType, eventVersion)`` with a model, and its model (a copy)."""
+    return dict(_MODELS)
+
+
+def model_count() -> int:
+    """How many ``(eventType, eventVersion)`` have a model (models are only ever added)."""
+    return len(_MODELS)
+
+
 def known_event_types() -> set[str]:
     """Every eventType with at least one model."""
     return set(_TYPES)

@@ -13,6 +13,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from pydantic import ValidationError
+from pydantic_core import SchemaValidator, core_schema
 
 from app.db.tables import EVENT_ID, EVENT_TYPE
 from app.errors import (
@@ -22,13 +23,13 @@ from app.errors import (
     UnsupportedVersionError,
 )
 from app.pipeline.outcomes import Kind, Outcome
-from app.pipeline.wire import AGGREGATE, LOOKED_ELSEWHERE, Source, envelope_object, with_aggregate
+from app.pipeline.wire import AGGREGATE, LOOKED_ELSEWHERE, envelope_object, with_aggregate
 from app.records import RawRecord
 from app.settings import DEFAULT_AGGREGATE_TYPE
 from dlq.trip import Trip
 from schemas.envelope import Envelope, Event, RawEnvelope
 from schemas.ids import ID_TYPE_ERROR, NO_CONTROL_CHARACTERS, id_text
-from schemas.registry import is_known_event_type, model_for
+from schemas.registry import is_known_event_type, model_count, model_for, registered_models
 
 
 class Decoded(NamedTuple):
@@ -128,11 +129,6 @@ def decode(
     return validate(item, payloads) if isinstance(item, Read) else item
 
 
-# Where the bytes name the event's type and version; only a guess of which model to try.
-_EVENT_TYPE = re.compile(rb'"eventType"\s*:\s*"([^"\\]+)"')
-_EVENT_VERSION = re.compile(rb'"eventVersion"\s*:\s*([0-9]{1,9})[^0-9.eE]')
-
-
 def _decode_json(
     record: RawRecord,
     payloads: Container[str] | None,
@@ -150,31 +146,16 @@ def _decode_json(
     a failed first attempt cost more than the whole decode). A wrapped value, or one
     that leaves its event id or type to a header, is read by ``read``.
 
-    The model is chosen by the first ``eventType`` and ``eventVersion`` the bytes
-    show, and kept only if the validated envelope has exactly that type and
-    version: a guess that was wrong (a nested or repeated key) falls back too.
+    One validator (``_fast_validator``) picks the typed envelope by the object's own
+    top-level ``eventType`` and ``eventVersion`` as it parses (pydantic's tagged union:
+    no search of the bytes first) and takes ``Event`` for a type whose payload this
+    worker does not read. An event whose type it should have typed and did not (its
+    payload failed, or its version has no model) is left to ``validate``, which says why.
     """
     value = record.value
     # Not an object (a JSON string holding one), or a schema-wrapped one: ``read`` unwraps.
     if not value or value[0] != _OPEN_BRACE or value.startswith(_SCHEMA_WRAPPED):
         return None
-    named_type = _EVENT_TYPE.search(value)
-    named_version = _EVENT_VERSION.search(value)
-    if named_type is None or named_version is None:
-        return None
-    try:
-        event_type = named_type[1].decode()
-    except UnicodeDecodeError:
-        return None
-    version = int(named_version[1])
-    model: type[Event]
-    if payloads is not None and event_type not in payloads:
-        model, known = Event, is_known_event_type(event_type)
-    else:
-        typed = _typed_envelope(event_type, version)
-        if typed is None:
-            return None
-        model, known = typed, True
     # Keyed by its aggregate: written in from the record, as ``read`` takes it (``wire``).
     missing = [source for source in AGGREGATE if not source.named_in(value)]
     if missing:
@@ -182,20 +163,21 @@ def _decode_json(
         if completed is None:
             return None
         value = completed
+    validator, typed = _fast_validator(payloads)
     try:
-        event = model.model_validate_json(value)
-    except ValidationError as exc:
-        # Rarely the aggregate id but not its type: the failed attempt says so.
-        missing = _aggregate_missing(exc)
-        completed = with_aggregate(record, missing, default_aggregate_type) if missing else None
-        if completed is None:
-            return None
-        try:
-            event = model.model_validate_json(completed)
-        except ValidationError:
-            return None
-    if event.event_type != event_type or event.event_version != version:
+        event = validator.validate_json(value)
+    except ValidationError:
         return None
+    expected = typed.get(type(event))
+    if expected is None:  # an untyped envelope: right only for a type this worker skips
+        event_type = event.event_type
+        if payloads is None or event_type in payloads:
+            return None
+        known = is_known_event_type(event_type)
+    elif expected != (event.event_type, event.event_version):
+        return None  # a second spelling of a field disagreed with the one the union read
+    else:
+        known = True
     try:
         trip = Trip.of(record)
     except InvalidHeaderError:
@@ -203,20 +185,46 @@ def _decode_json(
     return Decoded(record, event, known, trip)
 
 
-_AGGREGATE: dict[tuple[int | str, ...], Source] = {(source.field,): source for source in AGGREGATE}
+_Typed = dict[type, tuple[str, int]]
+_FAST: dict[tuple[frozenset[str] | None, int], tuple[SchemaValidator, _Typed]] = {}
 
 
-def _aggregate_missing(exc: ValidationError) -> list[Source]:
-    """The aggregate fields ``exc`` says are missing, if that is all it says."""
-    if exc.error_count() > len(_AGGREGATE):
-        return []
-    missing = []
-    for error in exc.errors(include_url=False, include_context=False, include_input=False):
-        field = _AGGREGATE.get(error["loc"]) if error["type"] == "missing" else None
-        if field is None:
-            return []
-        missing.append(field)
-    return missing
+def _fast_validator(payloads: Container[str] | None) -> tuple[SchemaValidator, _Typed]:
+    """The one-pass validator for ``payloads`` (``None``: every type with a model), and
+    the ``(eventType, eventVersion)`` each typed envelope class it returns stands for.
+
+    A tagged union on ``eventType``, then on ``eventVersion``, of the typed envelopes of
+    those types; anything it does not match (another type, a version with no model, a
+    payload that fails) is tried as ``Event``. Kept per set of payloads (a ``frozenset``,
+    as the registry gives it; a set is copied into one) and number of registered models
+    (only ever added)."""
+    if payloads is not None and not isinstance(payloads, frozenset):
+        payloads = frozenset(payloads) if isinstance(payloads, set | list | tuple) else payloads
+    cached = payloads is None or isinstance(payloads, frozenset)
+    key = (payloads, model_count()) if cached else None
+    found = _FAST.get(key) if key is not None else None  # type: ignore[arg-type]
+    if found is not None:
+        return found
+    by_type: dict[str, dict[Any, Any]] = {}
+    typed: _Typed = {}
+    for (event_type, version), model in registered_models().items():
+        if payloads is not None and event_type not in payloads:
+            continue
+        envelope = _envelope_of(model)
+        by_type.setdefault(event_type, {})[version] = envelope.__pydantic_core_schema__
+        typed[envelope] = (event_type, version)
+    choices: list[Any] = [Event.__pydantic_core_schema__]
+    if by_type:
+        by_version: dict[Any, Any] = {
+            event_type: core_schema.tagged_union_schema(versions, discriminator="eventVersion")
+            for event_type, versions in by_type.items()
+        }
+        choices.insert(0, core_schema.tagged_union_schema(by_version, discriminator="eventType"))
+    schema = core_schema.union_schema(choices, mode="left_to_right")
+    found = (SchemaValidator(schema), typed)
+    if key is not None:
+        _FAST[key] = found  # type: ignore[index]
+    return found
 
 
 _OPEN_BRACE = ord("{")
