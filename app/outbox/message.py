@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from app.pipeline.wire import AGGREGATE_TYPE, EVENT_ID, EVENT_TYPE
+from app.pipeline.wire import AGGREGATE_TYPE_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER
 from app.records import headers_from_json
 from dlq import headers as h
 from dlq.topics import topic_name
@@ -26,10 +26,6 @@ from dlq.topics import topic_name
 _KAFKA_TOPIC = topic_name()
 TOPIC_RULE = "letters, digits, '.', '_' and '-', not '.' or '..'"
 
-# The headers a consumer reads an envelope field from when the value leaves it out.
-EVENT_ID_HEADER: str = EVENT_ID.header  # type: ignore[assignment]
-EVENT_TYPE_HEADER: str = EVENT_TYPE.header  # type: ignore[assignment]
-AGGREGATE_TYPE_HEADER: str = AGGREGATE_TYPE.header  # type: ignore[assignment]
 COLUMN_HEADERS = (EVENT_ID_HEADER, EVENT_TYPE_HEADER, AGGREGATE_TYPE_HEADER)
 """The headers a business row's columns set (``event_id``, ``event_type``,
 ``aggregate_type``), in that order."""

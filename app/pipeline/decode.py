@@ -199,12 +199,18 @@ def _fast_validator(payloads: Container[str] | None) -> tuple[SchemaValidator, _
     as the registry gives it; a set is copied into one) and number of registered models
     (only ever added)."""
     if payloads is not None and not isinstance(payloads, frozenset):
-        payloads = frozenset(payloads) if isinstance(payloads, set | list | tuple) else payloads
-    cached = payloads is None or isinstance(payloads, frozenset)
-    key = (payloads, model_count()) if cached else None
-    found = _FAST.get(key) if key is not None else None  # type: ignore[arg-type]
-    if found is not None:
-        return found
+        if not isinstance(payloads, set | list | tuple):
+            return _built(payloads)  # a container of another kind: not kept
+        payloads = frozenset(payloads)
+    key = (payloads, model_count())
+    found = _FAST.get(key)
+    if found is None:
+        found = _FAST[key] = _built(payloads)
+    return found
+
+
+def _built(payloads: Container[str] | None) -> tuple[SchemaValidator, _Typed]:
+    """``_fast_validator``'s validator and classes, built."""
     by_type: dict[str, dict[Any, Any]] = {}
     typed: _Typed = {}
     for (event_type, version), model in registered_models().items():
@@ -221,10 +227,7 @@ def _fast_validator(payloads: Container[str] | None) -> tuple[SchemaValidator, _
         }
         choices.insert(0, core_schema.tagged_union_schema(by_version, discriminator="eventType"))
     schema = core_schema.union_schema(choices, mode="left_to_right")
-    found = (SchemaValidator(schema), typed)
-    if key is not None:
-        _FAST[key] = found  # type: ignore[index]
-    return found
+    return SchemaValidator(schema), typed
 
 
 _OPEN_BRACE = ord("{")

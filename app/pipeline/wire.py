@@ -58,10 +58,15 @@ def _source(field: str, name: str, header: str | None) -> Source:
     return Source(field, name, header, (f'"{field}"'.encode(), f'"{name}"'.encode()))
 
 
-EVENT_ID = _source("eventId", "event_id", "id")
-EVENT_TYPE = _source("eventType", "event_type", "eventType")
+# The headers a field falls back to (the outbox relay sets each from its row's column).
+EVENT_ID_HEADER = "id"
+EVENT_TYPE_HEADER = "eventType"
+AGGREGATE_TYPE_HEADER = "aggregateType"
+
+EVENT_ID = _source("eventId", "event_id", EVENT_ID_HEADER)
+EVENT_TYPE = _source("eventType", "event_type", EVENT_TYPE_HEADER)
 AGGREGATE_ID = _source("aggregateId", "aggregate_id", None)
-AGGREGATE_TYPE = _source("aggregateType", "aggregate_type", "aggregateType")
+AGGREGATE_TYPE = _source("aggregateType", "aggregate_type", AGGREGATE_TYPE_HEADER)
 SOURCES = (EVENT_ID, EVENT_TYPE, AGGREGATE_ID, AGGREGATE_TYPE)
 """Every field the record may supply, in the order ``envelope_object`` looks."""
 AGGREGATE = (AGGREGATE_ID, AGGREGATE_TYPE)
