@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db.tables import outbox_event
 from app.outbox.claim import aware
 from app.outbox.status import OutboxStatus
+from app.scrub import said, scrub
 
 CHECK_TIMEOUT_SECONDS = 1.0
 
@@ -88,7 +89,7 @@ async def database(engine: AsyncEngine, within: float = CHECK_TIMEOUT_SECONDS) -
     except TimeoutError:
         return Check("database", False, f"no answer to SELECT 1 within {within}s")
     except Exception as exc:
-        return Check("database", False, _describe(exc))
+        return Check("database", False, said(exc))
     return Check("database", True, "SELECT 1 answered")
 
 
@@ -103,7 +104,7 @@ async def broker(clients: Connects, within: float = CHECK_TIMEOUT_SECONDS) -> Ch
     try:
         server = await clients.check(within)
     except Exception as exc:
-        return Check("broker", False, str(exc) or type(exc).__name__)
+        return Check("broker", False, scrub(str(exc)) or type(exc).__name__)
     return Check("broker", True, f"{server} accepts connections")
 
 
@@ -126,7 +127,7 @@ async def outbox(engine: AsyncEngine, limit: float, within: float = CHECK_TIMEOU
         async with asyncio.timeout(within), engine.connect() as conn:
             created = await conn.scalar(oldest)
     except Exception as exc:
-        return Check("outbox", False, f"cannot read the outbox: {_describe(exc)}")
+        return Check("outbox", False, f"cannot read the outbox: {said(exc)}")
     if created is None:
         return Check("outbox", True, "no row waits for a relay")
     age = (now - aware(created)).total_seconds()
@@ -195,8 +196,3 @@ def progress(
     else:
         detail = f"last batch {since_last:.0f}s ago, {waiting} record(s) waiting"
     return Check("progress", not is_stalled, detail)
-
-
-def _describe(exc: BaseException) -> str:
-    text_ = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text_[0]}" if text_ else type(exc).__name__

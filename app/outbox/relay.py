@@ -75,6 +75,7 @@ from app.outbox.topics import TopicMaker
 from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, OnPause
 from app.pipeline.together import CutShort, abandon, unless_cut
+from app.scrub import scrub
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -1017,7 +1018,7 @@ def _too_large(future: asyncio.Future[Any]) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    name, text = type(exc).__name__, str(exc).strip()
+    name, text = type(exc).__name__, scrub(str(exc)).strip()
     if not text:
         return name
     return text if text.startswith(name) else f"{name}: {text}"

@@ -6,7 +6,8 @@ shape no parser reads is refused at start-up by the settings with a message
 that names the variable and what is wrong, but not the value; the worker's
 start, ``python -m dlq``, ``python -m app trace`` and ``python -m app.db.migrate``
 then print one such line (no traceback) and exit with code 2. A well-formed URL
-to a database that does not answer is shown with its password masked. The same holds
+to a database that does not answer is shown with its password masked, and so is any URL
+in the text of a failure that ``/ready`` shows or the relay records against a row. The same holds
 for ``BROKER_SASL_PASSWORD`` and ``BROKER_SSL_KEY_PASSWORD`` in broker security settings
 that are wrong (the worker, ``python -m dlq``, ``python -m app trace`` and
 ``python -m app relay``), and for a ``BROKER_URL`` that holds a login (``kafka://user:
@@ -18,6 +19,7 @@ in log lines, so it is refused at start by the worker, the relay and ``python -m
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -25,6 +27,8 @@ from typer.testing import CliRunner
 
 from app.__main__ import build_cli
 from app.db import migrate
+from app.monitoring import readiness
+from app.outbox import relay
 from app.runtime.entry import build_app_or_exit
 from app.settings import Settings, get_settings
 from dlq.cli import cli as dlq_cli
@@ -230,3 +234,30 @@ def test_each_command_refuses_a_login_in_the_broker_url_in_one_line(
     assert code == 2, output
     _one_clean_line(output)
     assert "BROKER_URL" in output
+
+
+class _RefusingEngine:
+    """An engine whose every connection fails with a message quoting a URL's password,
+    as a driver or a proxy in front of the database may word it."""
+
+    def connect(self) -> Any:
+        raise OSError(f"cannot reach postgresql://app:{PASSWORD}@db.internal:5432/orders")
+
+
+@pytest.mark.parametrize("check", ["database", "outbox"])
+async def test_ready_never_quotes_a_password_its_failure_carries(check: str) -> None:
+    engine: Any = _RefusingEngine()
+    if check == "database":
+        result = await readiness.database(engine, within=1.0)
+    else:
+        result = await readiness.outbox(engine, limit=60.0, within=1.0)
+
+    assert not result.ok
+    assert "app:***@db.internal" in result.detail
+    assert PASSWORD not in result.detail
+
+
+def test_a_relays_failure_text_never_quotes_a_password() -> None:
+    said = relay._describe(OSError(f"refused: kafka://app:{PASSWORD}@broker.internal:9092"))
+
+    assert said == "OSError: refused: kafka://app:***@broker.internal:9092"
