@@ -1,17 +1,21 @@
 """At start: is the port the worker's web server will listen on free?
 
 faust binds the worker's web server (``/ready``, ``/metrics``) on ``--web-bind``
-(``0.0.0.0``) and ``--web-port`` (``WEB_PORT``, 6066) once the worker has started its
-services; a port another process holds (a second worker on the same host, with the
-same port) ended it there with faust's traceback. The app is built before faust reads
-the worker command's options, so they are read here from the command line with
-faust's own command (click), and the port is bound once, as faust's server will bind
-it (``SO_REUSEADDR``). Any other failure to bind is left to faust.
+(``WEB_BIND``, ``0.0.0.0``) and ``--web-port`` (``WEB_PORT``, 6066) once the worker has
+started its services; a port another process holds (a second worker on the same host,
+with the same port) ended it there with faust's traceback. The app is built before
+faust reads the worker command's options, so they are read here from the command line
+with faust's own command (click), failing those from the environment as faust's
+settings read it (``WEB_PORT``, ``WEB_BIND``; faust's ``_env`` constants, its defaults,
+read only ``FAUST_``- and ``F_``-prefixed names), and the port is bound once, as
+faust's server will bind it (``SO_REUSEADDR``). Any other failure to bind is left to
+faust.
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import sys
 from collections.abc import Sequence
@@ -50,8 +54,8 @@ def taken_web_port(argv: Sequence[str] | None = None) -> str | None:
     options = worker_options(argv)
     if options is None or not options.get("with_web", True):
         return None
-    port = options.get("web_port") or WEB_PORT
-    bind = options.get("web_bind") or WEB_BIND
+    port = options.get("web_port") or os.environ.get("WEB_PORT") or WEB_PORT
+    bind = options.get("web_bind") or os.environ.get("WEB_BIND") or WEB_BIND
     try:
         family, kind, proto, _, address = socket.getaddrinfo(bind, port, type=socket.SOCK_STREAM)[0]
         with socket.socket(family, kind, proto) as probe:

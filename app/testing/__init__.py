@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from app.pipeline.outcomes import Kind, Outcome
 from app.testing.feed import NOW, FrozenClock, Records, event
-from app.testing.harness import Harness, InfrastructurePaused
+from app.testing.harness import Harness, InfrastructurePaused, UnknownEventType
 
 __all__ = [
     "NOW",
@@ -33,5 +33,6 @@ __all__ = [
     "Kind",
     "Outcome",
     "Records",
+    "UnknownEventType",
     "event",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,7 @@ from app.settings import UnseenAggregatePolicy
 from app.testing.feed import Records
 from dlq.policy import RetryPolicy
 from dlq.topics import RETRY_INFIX, dlt_topic
+from schemas.registry import is_known_event_type, known_event_types
 
 # Infrastructure pauses (a locked SQLite file, say) last a millisecond in tests.
 TINY_BACKOFF = Backoff(initial=0.001, maximum=0.001, jitter=0.0)
@@ -57,23 +59,26 @@ class InfrastructurePaused(RuntimeError):
 
 class Harness:
     """Runs handlers exactly as the worker does (decode, dedup, version gate, apply, route
-        failures, outbox), on SQLite or on the database you name, with no broker.
+    failures, outbox), on SQLite or on the database you name, with no broker.
 
-        ``modules`` are imported like ``HANDLER_MODULES`` (from the current directory first)
-        and only their handlers run; or pass a ``registry`` of your own. The database gets
-        the framework's migrations and each module's ``migrations/`` folder, then the
-        ``tables`` you add (metadata of tables without migrations). Without a
-        ``database_url``, a SQLite file in a temporary folder, removed on ``close``; a URL
-        you give is read as ``DATABASE_URL`` is (``postgresql://``, ``mysql://``...) and
-        must name a database that exists and holds none of the framework's rows, unless
-        ``reuse`` (a second harness going on from a first's rows, as a restarted worker
-        would). ``send`` returns the outcome values (``Kind``:
-        applied, duplicate, stale, parked, retried with the retry topic as ``detail``,
-        dead-lettered with its ``dlt-reason``, poison), or raises ``InfrastructurePaused`` where a
-    worker would pause and retry in place (after ``PAUSES_BEFORE_RAISING`` pauses, the failure
-    its cause); ``retry`` delivers the retry records
-        the failures wrote, as their tier would; ``rows``, ``emitted`` and ``records`` read
-        what was committed. Use it as ``async with Harness("revenue") as h: ...``.
+    ``modules`` are imported like ``HANDLER_MODULES`` (from the current directory first)
+    and only their handlers run; or pass a ``registry`` of your own. The database gets
+    the framework's migrations and each module's ``migrations/`` folder, then the
+    ``tables`` you add (metadata of tables without migrations). Without a
+    ``database_url``, a SQLite file in a temporary folder, removed on ``close``; a URL
+    you give is read as ``DATABASE_URL`` is (``postgresql://``, ``mysql://``...) and
+    must name a database that exists and holds none of the framework's rows, unless
+    ``reuse`` (a second harness going on from a first's rows, as a restarted worker
+    would).
+
+    ``send`` returns the outcome values (``Kind``: applied, duplicate, stale, parked,
+    retried with the retry topic as ``detail``, dead-lettered with its ``dlt-reason``,
+    poison), raises ``UnknownEventType`` for an envelope of a type no model declares (a
+    misspelling), and ``InfrastructurePaused`` where a worker would pause and retry in
+    place (after ``PAUSES_BEFORE_RAISING`` pauses, the failure its cause); ``retry``
+    delivers the retry records the failures wrote, as their tier would; ``rows``,
+    ``emitted``, ``records`` and ``dead_letters`` read what was committed. Use it as
+    ``async with Harness("revenue") as h: ...``.
     """
 
     def __init__(
@@ -216,11 +221,23 @@ class Harness:
         return BatchProcessor(session_factory(self.engine), self.registry, **options)
 
     async def send(
-        self, *events: Mapping[str, Any] | bytes | RawRecord, consumer: str | None = None
+        self,
+        *events: Mapping[str, Any] | bytes | RawRecord,
+        consumer: str | None = None,
+        unknown_types: bool = False,
     ) -> list[Outcome]:
         """Process ``events`` as one batch (envelopes, raw bytes or records, in this order
         on one partition); returns what happened to each, per consumer: ``consumer``'s only
-        if named (and poison, which is no consumer's: ``Kind.POISON``, consumer ``""``)."""
+        if named (and poison, which is no consumer's: ``Kind.POISON``, consumer ``""``).
+
+        An envelope (a mapping) whose ``eventType`` no payload model declares raises
+        ``UnknownEventType``: a worker takes it as another service's event and runs no
+        handler, so a misspelt type would pass as ``Kind.APPLIED``. ``unknown_types=True``
+        sends such envelopes on purpose; bytes and records are never checked."""
+        if not unknown_types:
+            for envelope in events:
+                if isinstance(envelope, Mapping):
+                    _declared(envelope)
         if self._processor is None:
             self._processor = self.processor()
         self._pauses = 0
@@ -281,7 +298,7 @@ class Harness:
         return [m for _, m in await self._outbox() if topic in (None, m.topic)]
 
     async def dead_letters(self) -> list[Message]:
-        """The records written to the dead-letter topic."""
+        """The records written to the dead-letter topic: failed events' and poison's."""
         return await self.records(dlt_topic(self.topic))
 
     async def _outbox(self) -> list[tuple[int, Message]]:
@@ -289,6 +306,24 @@ class Harness:
             query = select(outbox_event).order_by(outbox_event.c.id)
             found = [dict(row) for row in (await conn.execute(query)).mappings()]
         return [(row["id"], message_of(row)) for row in found]
+
+
+class UnknownEventType(ValueError):
+    """``Harness.send`` was given an envelope of an ``eventType`` no model declares."""
+
+
+def _declared(envelope: Mapping[str, Any]) -> None:
+    """Raise ``UnknownEventType`` if ``envelope``'s type (either spelling) has no model."""
+    event_type = envelope.get("eventType", envelope.get("event_type"))
+    if not isinstance(event_type, str) or is_known_event_type(event_type):
+        return
+    close = difflib.get_close_matches(event_type, sorted(known_event_types()), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise UnknownEventType(
+        f"no payload model declares eventType {event_type!r}{hint}: a worker would take it "
+        "as another service's event and run no handler; send(..., unknown_types=True) "
+        "sends it so on purpose"
+    )
 
 
 def _for(outcomes: list[Outcome], consumer: str | None) -> list[Outcome]:

@@ -9,7 +9,9 @@ applied, its duplicate told apart, a later version parked until the earlier one 
 The table holds the committed effects, ``emitted`` the handler's events for their
 topic (not the framework's own records), and a failing event goes through each retry
 tier (``retry`` delivers the tier's record) to the DLT, whose record ``dead_letters``
-shows. Only the named modules' handlers run.
+shows. Only the named modules' handlers run. An envelope of a type no model declares (a
+misspelling, which a worker would take as another service's event) is refused, naming the
+nearest declared type, unless sent with ``unknown_types=True``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import BigInteger, Column, MetaData, String, Table
 
-from app.testing import Harness, Kind, event
+from app.testing import Harness, Kind, UnknownEventType, event
 
 LEDGER = '''\
 """ledger-service: a posted entry adds to its account's total and announces it."""
@@ -162,3 +164,17 @@ async def test_a_failing_handler_goes_through_every_tier_to_the_dlt(
         assert dict(dead.headers)["dlt-exception-type"] == b"builtins.RuntimeError"
         assert await h.emitted() == []
     assert (tmp_path / "given.db").exists()
+
+
+async def test_a_misspelt_event_type_is_refused_and_one_sent_on_purpose_passes(
+    service: Path,
+) -> None:
+    misspelt = event("LedgerEntryPostd", "a-1", 1, {"account": "a-1", "cents": 5})
+    async with Harness("ledger") as h:
+        with pytest.raises(UnknownEventType, match="did you mean 'LedgerEntryPosted'"):
+            await h.send(posted("a-1", 5, 1), misspelt)
+        assert await h.rows(totals) == []  # nothing of the batch was processed
+
+        [outcome] = await h.send(misspelt, unknown_types=True)
+        assert outcome.kind is Kind.APPLIED  # another service's event: taken, no handler run
+        assert await h.rows(totals) == []
