@@ -217,7 +217,7 @@ def summarise_parked(consumer: str, outcomes: Sequence[Outcome]) -> None:
     fields)."""
     first = outcomes[0]
     named = ", ".join(
-        f"{o.event_id} ({o.detail})" if o.detail else str(o.event_id)
+        f"event {o.event_id} ({o.detail})" if o.detail else f"event {o.event_id}"
         for o in outcomes[:NAMED_PARKED]
     )
     more = len(outcomes) - NAMED_PARKED

@@ -161,7 +161,13 @@ class ConsumerBatch:
             if self.mode is Mode.ESCALATED and not await self._park_alone(item):
                 return
             slots[version] = item
-            self._out(Parked, item, f"waiting for version {last + 1}")
+            event = item.event
+            self._out(
+                Parked,
+                item,
+                f"{event.aggregate_type} {event.aggregate_id} at version {version}, "
+                f"waiting for version {last + 1}",
+            )
         elif await self._apply(item):
             self._versions[agg] = version
             self._changes.versions[agg] = version

@@ -7,12 +7,13 @@ process with ``RELAY_ENABLED``) publishes them with a producer of its own, not f
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
+import shutil
 import tempfile
 import warnings
 from collections.abc import Awaitable, Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import faust
@@ -51,9 +52,10 @@ def create_app(
     """The faust app consuming ``ORDER_TOPIC`` and its retry tiers in batches; its broker
     connection (and ``/ready``'s broker check) from ``clients``, by default the settings'."""
     clients = clients or KafkaClients.from_settings(settings)
-    # faust keeps per-app files here; off the working directory, one folder per app id.
-    datadir = Path(tempfile.gettempdir()) / "effectively-once"
-    datadir.mkdir(parents=True, exist_ok=True)
+    # faust makes its folders here (empty with the memory store): off the working
+    # directory, one per process, removed at exit.
+    datadir = tempfile.mkdtemp(prefix=f"effectively-once-{settings.app_id}-")
+    atexit.register(shutil.rmtree, datadir, ignore_errors=True)
     app = App(
         settings.app_id,
         **clients.faust_options(),
@@ -71,7 +73,7 @@ def create_app(
         consumer_group_instance_id=settings.group_instance_id,
         store="memory://",
         PartitionAssignor=PartitionAssignor,
-        datadir=str(datadir / settings.app_id),
+        datadir=datadir,
         web_enabled=True,
         **worker_logging_options(settings),
     )

@@ -53,8 +53,9 @@ async def test_a_batch_counts_its_parked_events_in_a_line_per_consumer(
     lines = [(r.levelno, r.getMessage(), getattr(r, "count", None)) for r in caplog.records]
     parked = (
         ": 4 event(s) parked in this batch, waiting for earlier versions: "
-        "early-1 (waiting for version 1), early-2 (waiting for version 1), "
-        "early-3 (waiting for version 1) and 1 more"
+        "event early-1 (Order o-1 at version 2, waiting for version 1), "
+        "event early-2 (Order o-2 at version 3, waiting for version 1), "
+        "event early-3 (Order o-3 at version 2, waiting for version 1) and 1 more"
     )
     assert sorted(lines) == [
         (logging.INFO, "event again stale for inventory: version 1 <= last applied 1", None),

@@ -41,7 +41,7 @@ async def test_from_one_parks_a_first_event_at_version_five(
     outcomes = await make_processor(policy=FROM_ONE).process([records.event("e5", version=5)])
 
     assert kinds(outcomes) == [("e5", Kind.PARKED)]
-    assert outcomes[0].detail == "waiting for version 1"
+    assert outcomes[0].detail == "Order o-1 at version 5, waiting for version 1"
     assert calls == []
     assert await db.parked("points") == ["e5"]
     assert await db.version("points") is None
