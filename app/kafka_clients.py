@@ -255,13 +255,18 @@ class BrokerCheck:
         self._conn: Any = None
         self._server = ""
         self.missing_topics: list[str] = []
+        self._one_at_a_time = asyncio.Lock()  # ``/ready`` and the watch share the connection
 
     async def check(self, within: float) -> str:
         """The server that answered within ``within`` seconds; raises why none did.
 
         A connection that went silent fails this check (the next one connects anew): a
         check never takes longer than ``within`` per bootstrap server (twice, when the
-        connection kept was found closed)."""
+        connection kept was found closed), after the check in progress, if any."""
+        async with self._one_at_a_time:
+            return await self._check(within)
+
+    async def _check(self, within: float) -> str:
         if self._conn is not None and self._conn.connected():
             try:
                 return await self._ask(within)

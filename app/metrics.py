@@ -207,7 +207,8 @@ PAUSE_SECONDS = Counter(
 PAUSED = Gauge(
     "effectively_once_paused",
     "1 while a batch in flight, start-up or the relay (until its next cycle ends) is paused "
-    "on an infrastructure failure, else 0.",
+    "on an infrastructure failure, or while the database or the broker does not answer the "
+    "worker's watch (every 5 s), else 0.",
     registry=REGISTRY,
 )
 
@@ -413,6 +414,12 @@ def record_pause(dependency: str, delay: float) -> None:
     """Work paused on ``dependency`` and waits ``delay`` seconds before retrying in place."""
     PAUSES.labels(dependency).inc()
     PAUSE_SECONDS.labels(dependency).inc(delay)
+
+
+def record_unreachable(dependency: str, seconds: float) -> None:
+    """``dependency`` went on not answering for ``seconds`` more: pause seconds, no new
+    pause (``record_pause`` counted the outage once, when first found)."""
+    PAUSE_SECONDS.labels(dependency).inc(seconds)
 
 
 def set_paused(paused: bool) -> None:

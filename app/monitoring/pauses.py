@@ -5,8 +5,9 @@ is unreachable (``app.pipeline.pause``). ``on_pause`` is its callback: it counts
 the pause and marks the batch it happened in (found through a context variable,
 which the processor's per-consumer tasks inherit). The worker is paused while a
 batch in flight has paused, while start-up work (migrations) has paused and not
-yet succeeded, or while a long-lived task of its own (the relay: ``Outside``) has
-paused and not yet made progress since. A batch that ends, however it ends, is no
+yet succeeded, while a long-lived task of its own (the relay: ``Outside``) has
+paused and not yet made progress since, or while the watch of a dependency finds it
+not answering (``unreachable``, ``app.monitoring.watch``). A batch that ends, however it ends, is no
 longer paused.
 """
 
@@ -80,6 +81,22 @@ class Outside:
         if self.name in _tasks_paused:
             _tasks_paused.discard(self.name)
             _publish()
+
+
+def unreachable(dependency: str) -> None:
+    """A watch found ``dependency`` not answering: the worker is paused on it until
+    ``answers``, whether or not a batch met the outage yet."""
+    _tasks_paused.add(_WATCHED + dependency)
+    _publish()
+
+
+def answers(dependency: str) -> None:
+    """The watch found ``dependency`` answering again."""
+    _tasks_paused.discard(_WATCHED + dependency)
+    _publish()
+
+
+_WATCHED = "watched:"
 
 
 def _publish() -> None:

@@ -1,4 +1,6 @@
-"""The worker's web port: ``/metrics``, ``/health`` and ``/ready``, plus the parking sampler.
+"""The worker's web port: ``/metrics``, ``/health`` and ``/ready``; the parking sampler and
+the watch of the database and the broker (``app.monitoring.watch``), which ask what
+``/ready`` asks.
 
 ``create_app`` calls ``add_observability`` once; the agent reports each batch to
 the ``Progress`` it returns. faust serves these pages next to its own on
@@ -25,6 +27,7 @@ from app.kafka_clients import BrokerCheck, KafkaClients
 from app.monitoring import readiness
 from app.monitoring.parked import keep_sampling
 from app.monitoring.progress import Progress, TopicPartition
+from app.monitoring.watch import Watch, keep_watching
 from app.registry import Registry
 from app.runtime.positions import faust_consumer, known_position
 from app.settings import Settings
@@ -167,6 +170,15 @@ def add_observability(
     @app.task
     async def _sample_parking() -> None:
         await keep_sampling(database.engine)
+
+    @app.task
+    async def _watch() -> None:
+        await keep_watching(
+            [
+                Watch("database", lambda: readiness.database(database.engine)),
+                Watch("broker", lambda: readiness.broker(broker_check)),
+            ]
+        )
 
     @app.on_before_shutdown.connect  # type: ignore[arg-type]
     async def _dispose(app: Any, **_: Any) -> None:
