@@ -82,6 +82,8 @@ class ConsumerBatch:
     _parked_written: set[str] = field(default_factory=set)
     # This consumer's failures of the batch's events that are not settled, by eventId.
     _open_failures: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    # Of those retrying or dead, the tier attempts made so far, by failure key.
+    _attempts_made: dict[tuple[Any, ...], int] = field(default_factory=dict)
 
     async def run(self, events: list[Decoded]) -> list[Outcome]:
         """Process ``events`` (arrival order) and write the results; the caller commits."""
@@ -94,6 +96,7 @@ class ConsumerBatch:
             parked_of=gated,
         )
         self._open_failures = found.open_failures
+        self._attempts_made = found.attempts_made
         seen = found.consumed | found.parked
         holding = [agg for agg in gated if agg in found.holding]
         self._parked_db = await store.parked_for(holding) if holding else {}
@@ -102,6 +105,9 @@ class ConsumerBatch:
                 self._out(Duplicate, item)
                 if item.event_id in found.consumed:  # it took effect (through any copy)
                     self._settle_failures(item.event_id, FailureStatus.RESOLVED)
+                continue
+            if self._attempt_made(item):  # a retry record delivered again: its tier ran
+                self._out(Duplicate, item)
                 continue
             seen.add(item.event_id)
             await self._gate(item)
@@ -121,6 +127,18 @@ class ConsumerBatch:
         self._changes.emitted = self.ctx._emitted
         await store.save(self._changes)
         return self.outcomes
+
+    def _attempt_made(self, item: Decoded) -> bool:
+        """Whether ``item`` is this consumer's retry record whose attempt was made already:
+        its batch committed the next tier's record (or the DLT's), then the commit of its
+        offset failed (the broker went away) and it came again. Run again, it would fork
+        the event's trip into two (the handler run once more per tier, two DLT records)."""
+        trip = item.trip
+        if not trip.attempts or trip.skip or trip.consumer != self.consumer:
+            return False
+        key = (self.consumer, trip.original_topic, trip.original_partition, trip.original_offset)
+        made = self._attempts_made.get(key)
+        return made is not None and made > trip.attempts
 
     def _maybe_applied(self, events: list[Decoded]) -> set[str]:
         """The eventIds that may have a dedup record: unversioned events, and versioned

@@ -34,6 +34,7 @@ from sqlalchemy import (
     String,
     Table,
     and_,
+    case,
     cast,
     delete,
     literal,
@@ -152,7 +153,16 @@ knows): ``retrying``, ``dead``, ``replayed``, ``skip-requested``."""
 _CONSUMED, _PARKED, _FAILED, _HOLDS = "c", "p", "f", "h"
 # The failure key's columns in the parts of the lookup that have none (typed, so that every
 # database resolves the union's column types alike).
-_NO_KEY = (cast(null(), String), cast(null(), Integer), cast(null(), BigInteger))
+_NO_KEY = (
+    cast(null(), String),
+    cast(null(), Integer),
+    cast(null(), BigInteger),
+    cast(null(), Integer),
+)
+# The statuses whose ``attempts`` count the tier attempts made so far: a retry record
+# whose own attempt is among them was run already (delivered again: its offset's commit
+# failed after its batch committed).
+_ROUTED = (FailureStatus.RETRYING.value, FailureStatus.DEAD.value)
 
 
 class Seen(NamedTuple):
@@ -161,6 +171,8 @@ class Seen(NamedTuple):
     consumed: set[str]  # applied (a dedup record)
     parked: set[str]  # waiting in ``parked_event``
     open_failures: dict[str, list[tuple[Any, ...]]]  # failure keys of rows not settled
+    # Of those retrying or dead, the attempts made so far, by failure key.
+    attempts_made: dict[tuple[Any, ...], int]
     # Of the aggregates asked about (``parked_of``), those with parked events.
     holding: set[Aggregate]
 
@@ -272,8 +284,9 @@ class ConsumerStore:
         ``parked_of``: aggregates whose having parked events is asked in the same statement
         (``Seen.holding``), so that ``parked_for`` reads only those that have any: nearly
         always none, and the batch is a statement shorter."""
-        seen = Seen(set(), set(), {}, set())
+        seen = Seen(set(), set(), {}, {}, set())
         f = failed_event
+        made = case((f.c.status.in_(_ROUTED), f.c.attempts), else_=None)
         holding = self._holding(parked_of)
         chunks = in_lists(event_ids, self.list_size)
         # Each list of ids with one list's worth of aggregates at most: a statement's
@@ -298,14 +311,14 @@ class ConsumerStore:
                 )
                 parts.append(
                     select(
-                        f.c.event_id, literal(_FAILED), f.c.topic, f.c.partition, f.c.offset
+                        f.c.event_id, literal(_FAILED), f.c.topic, f.c.partition, f.c.offset, made
                     ).where(
                         f.c.consumer_group == self.consumer,
                         one_of(self.dialect, f.c.event_id, ids),
                         f.c.status.in_(OPEN),
                     )
                 )
-            for event_id, kind, topic, partition, offset in await self.session.execute(
+            for event_id, kind, topic, partition, offset, attempts in await self.session.execute(
                 union_all(*parts)
             ):
                 if kind == _CONSUMED:
@@ -317,6 +330,8 @@ class ConsumerStore:
                 else:
                     key = (self.consumer, topic, partition, offset)
                     seen.open_failures.setdefault(event_id, []).append(key)
+                    if attempts is not None:
+                        seen.attempts_made[key] = attempts
         return seen
 
     def _of_aggregates(
