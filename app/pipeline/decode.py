@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Container, Iterable
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 from pydantic_core import SchemaValidator, core_schema
 
-from app.db.tables import EVENT_ID, EVENT_TYPE
+from app.db.tables import AGG_ID, AGG_TYPE, EVENT_ID, EVENT_TYPE, INTEGER_MAX
 from app.errors import (
     InvalidHeaderError,
     InvalidSchemaError,
@@ -68,15 +69,34 @@ class Read(NamedTuple):
 
 class Named(NamedTuple):
     """What a JSON object whose envelope failed says of itself, where a column can hold it:
-    its ``eventId`` and ``eventType`` (each ``None`` if absent, not an id or a string, too
-    long, or holding a control character), so that its failure row, DLT headers, ``trace``
-    and logs name it. No aggregate: no version of it can be taken (``dlq skip``)."""
+    its ``eventId``, ``eventType``, aggregate and ``aggregateVersion`` (each ``None`` if
+    absent, not an id, a string or a version, too long, or holding a control character;
+    the aggregate as ``read`` completed it from the key and headers), so that its failure
+    row, DLT headers, ``trace`` and logs name it. With an event id and an aggregate, an
+    operator's skip of it takes that version for a consumer (``skipped``)."""
 
     event_id: str | None
     event_type: str | None
-    aggregate_type: None = None
-    aggregate_id: None = None
-    aggregate_version: None = None
+    aggregate_type: str | None = None
+    aggregate_id: str | None = None
+    aggregate_version: int | None = None
+
+    def skipped(self, trip: Trip) -> Event | None:
+        """The envelope a skip of this poison stands for, for the consumer it names: the
+        event id, aggregate and version, nothing a handler reads (none runs); ``None``
+        when those are not all readable."""
+        if not (self.event_id and self.aggregate_type and self.aggregate_id):
+            return None
+        return Event.model_construct(
+            event_id=self.event_id,
+            event_type=self.event_type or "",
+            event_version=1,
+            aggregate_type=self.aggregate_type,
+            aggregate_id=self.aggregate_id,
+            aggregate_version=self.aggregate_version,
+            occurred_at=trip.first_failure_at or datetime.now(UTC),
+            data={},
+        )
 
 
 class Poison(NamedTuple):
@@ -263,11 +283,14 @@ def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Po
     event_type = item.event_type
 
     def poison(error: PoisonError, envelope: RawEnvelope | None = None) -> Decoded | Poison:
-        if envelope is not None and trip.skip and trip.consumer is not None:
-            # An operator skips it for that consumer, which takes its version and runs no
-            # handler: the envelope is all that is read (its payload may be what killed it).
-            return Decoded(record, envelope, False, trip)
         named = None if envelope is not None else _named(raw)
+        if trip.skip and trip.consumer is not None:
+            # An operator skips it for that consumer, which takes its version and runs no
+            # handler: the envelope is all that is read (its payload may be what killed
+            # it), or what a failed envelope says of itself.
+            taken = envelope if named is None else named.skipped(trip)
+            if taken is not None:
+                return Decoded(record, taken, False, trip)
         return Poison(record, error, trip, envelope, event_type, named)
 
     if payloads is not None and event_type is not None and event_type not in payloads:
@@ -306,11 +329,28 @@ def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Po
 
 
 def _named(raw: dict[str, Any]) -> Named:
-    event_type = raw.get("eventType")
+    def field(camel: str, snake: str) -> Any:
+        return raw.get(camel, raw.get(snake))
+
+    event_type = field("eventType", "event_type")
+    aggregate_type = field("aggregateType", "aggregate_type")
     return Named(
-        _storable(id_text(raw.get("eventId")), EVENT_ID),
+        _storable(id_text(field("eventId", "event_id")), EVENT_ID),
         _storable(event_type if isinstance(event_type, str) else None, EVENT_TYPE),
+        _storable(aggregate_type if isinstance(aggregate_type, str) else None, AGG_TYPE),
+        _storable(id_text(field("aggregateId", "aggregate_id")), AGG_ID),
+        _version(field("aggregateVersion", "aggregate_version")),
     )
+
+
+def _version(value: Any) -> int | None:
+    """``value`` as an aggregate version (an integer, or its decimal text, from 1 to the
+    column's largest), else ``None``."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if type(value) is int and 1 <= value <= INTEGER_MAX:
+        return value
+    return None
 
 
 def _storable(text: str | None, limit: int) -> str | None:

@@ -143,3 +143,46 @@ async def test_a_skip_of_readable_poison_settles_the_poisons_own_row(
 
     assert await poison_row() == ("skipped", "ops", "garbled upstream")
     assert await db.failed("points") == await db.failed("notification") == []
+
+
+async def test_a_skip_takes_the_version_of_poison_whose_envelope_failed(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    outbox: Outbox,
+) -> None:
+    """An envelope that fails (no ``eventVersion``, the aggregate only in the key, the
+    version as text, as a Go producer may send them) still names its event, aggregate and
+    version: the DLT record and the poison's row say so, its successor parks behind it,
+    and a skip for a consumer takes that version for it, which drains the successor."""
+    for consumer in ("points", "notification"):
+        handler("OrderPaid", consumer=consumer, registry=registry)(write_effect)
+    broken = envelope("e2", version=None, aggregateVersion="2")
+    del broken["eventVersion"], broken["aggregateId"]
+    poison = records.raw(orjson.dumps(broken), key=b"o-1")
+    await make_processor().process([records.event("e1", version=1)])
+    first = await make_processor().process([poison, records.event("e3", version=3)])
+
+    assert kinds(first) == [("e2", Kind.POISON), ("e3", Kind.PARKED), ("e3", Kind.PARKED)]
+    [dead] = await outbox.to(dlt_topic(TOPIC))
+    headers = {name: value.decode() for name, value in dead.headers}
+    assert (
+        headers["dlt-event-id"],
+        headers["dlt-aggregate-type"],
+        headers["dlt-aggregate-id"],
+        headers["dlt-aggregate-version"],
+    ) == ("e2", "Order", "o-1", "2")
+    [row] = await db.failed("")
+    assert (row["aggregate_type"], row["aggregate_id"], row["aggregate_version"]) == (
+        "Order",
+        "o-1",
+        2,
+    )
+
+    skip = replay_record(records.delivered(dead), skip=True, consumer="points")
+    outcomes = await make_processor().process([records.delivered(skip)])
+
+    assert kinds(outcomes, "points") == [("e2", Kind.SKIPPED), ("e3", Kind.APPLIED)]
+    assert await db.version("points") == 3
+    assert await db.parked("notification") == ["e3"]  # skipped for points only
