@@ -68,6 +68,10 @@ class AclKafka(KafkaCluster):
         --topic orders``, ``--consumer --group g`` ...) say."""
         self._acls("--add", "--allow-principal", f"User:{user}", *options)
 
+    def revoke(self, user: str, *options: str) -> None:
+        """Remove the ACLs allowing ``user`` what ``options`` say (as for ``grant``)."""
+        self._acls("--remove", "--force", "--allow-principal", f"User:{user}", *options)
+
     def _acls(self, *args: str) -> None:
         done = subprocess.run(
             [

@@ -88,10 +88,14 @@ class StartRefused(SystemExit):
 
 
 def refuse(app: Any, exc: ConfigurationError) -> None:
-    """Log ``exc`` in one line and stop the worker of ``app`` with exit code 2."""
-    log.error("configuration error: %s", exc)
+    """Log ``exc`` in one line and stop the worker of ``app`` with exit code 2 (once: a
+    worker stopping so already says nothing more, e.g. a second client meeting the same
+    refusal)."""
     root = app.beacon.root
     worker = root.data if root is not None else None
+    if worker is not None and isinstance(getattr(worker, "crash_reason", None), StartRefused):
+        return
+    log.error("configuration error: %s", exc)
     if worker is None or not hasattr(worker, "crash_reason"):
         raise StartRefused  # no worker around the app: end here
     # mode's worker raises its crash reason once its loop is closed: the exit code.

@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from aiokafka.errors import TopicAuthorizationFailedError
+from aiokafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 from faust.transport.consumer import CONSUMER_FETCHING
 
 from app.errors import ConfigurationError
@@ -53,14 +53,22 @@ from app.runtime.topic_check import principal
 YIELD_EVERY = 100  # records delivered between two turns of the loop, as in faust
 
 
-def read_denied(exc: TopicAuthorizationFailedError, app: Any) -> str:
-    """One line for a fetch the broker's ACLs refused."""
-    named = sorted(t for t in exc.args if isinstance(t, str))
-    topics = ", ".join(repr(t) for t in named)
+def read_denied(
+    exc: TopicAuthorizationFailedError | GroupAuthorizationFailedError, app: Any
+) -> str:
+    """One line for a fetch, or a commit of the group's offsets, the broker's ACLs refused
+    (an ACL revoked while the worker runs; the start checks both)."""
+    named = ", ".join(repr(t) for t in sorted(t for t in exc.args if isinstance(t, str)))
     clients = getattr(app, "broker_clients", None)
     who = principal(clients.security) if clients is not None else "this client's principal"
+    if isinstance(exc, GroupAuthorizationFailedError):
+        return (
+            f"the broker denies {who} Read on group {named or '(not named)'} "
+            "(GroupAuthorizationFailed): an ACL must allow Read on the consumer group "
+            "(APP_ID; README: ACLs)"
+        )
     return (
-        f"the broker denies {who} Read on topic {topics or '(not named)'} "
+        f"the broker denies {who} Read on topic {named or '(not named)'} "
         "(TopicAuthorizationFailed): an ACL must allow Read (README: ACLs)"
     )
 
@@ -146,8 +154,9 @@ async def drain_messages(consumer: Any, fetcher: Any) -> None:
         if consumer.transport.app.should_stop:
             return
         raise
-    except TopicAuthorizationFailedError as exc:
-        # Read denied (Describe, which the start checks, granted): a mistake, not a crash.
+    except (TopicAuthorizationFailedError, GroupAuthorizationFailedError) as exc:
+        # Read denied (Describe, which the start checks, granted), or the group's Read
+        # revoked while the worker runs: a mistake, not a crash.
         refuse(consumer.app, ConfigurationError(read_denied(exc, consumer.app)))
     except Exception as exc:
         consumer.log.exception("Drain messages raised: %r", exc)

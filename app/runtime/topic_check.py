@@ -87,8 +87,11 @@ async def check_topics(conn: Any, topics: list[str], settings: Settings) -> None
         )
     # The leader topic's existence is hidden from a principal that may not describe it.
     hidden = [t for t in created if t not in topics and codes.get(t) == denied_code]
-    if (missing or hidden) and settings.topics_declare and not problems:
-        refused = await _create_refused(conn, [*missing, *hidden], settings)
+    if settings.topics_declare and not problems:
+        # faust asks to create its leader topic at every start, there or not, and the
+        # broker checks Create before it looks: that one is asked about always.
+        asked = sorted({*missing, *hidden, leader_topic(settings)})
+        refused = await _create_refused(conn, asked, settings)
         if refused:
             problems.append(
                 f"the broker denies {principal(settings.broker_security)} Create on "
@@ -107,8 +110,9 @@ async def check_topics(conn: Any, topics: list[str], settings: Settings) -> None
 
 
 async def _create_refused(conn: Any, topics: list[str], settings: Settings) -> list[str]:
-    """Of the missing ``topics``, those the broker's ACLs would not let this principal
-    create: a creation asked with ``validate_only`` (nothing is created)."""
+    """Of ``topics`` (missing, or faust's leader topic), those the broker's ACLs would not
+    let this principal create: a creation asked with ``validate_only`` (nothing is
+    created; one that exists is answered as such, when Create is allowed)."""
     wanted: list[tuple[Any, ...]] = [
         (topic, settings.order_topic_partitions, settings.topic_replication_factor, [], [])
         for topic in topics

@@ -52,14 +52,22 @@ from functools import partial
 from typing import Any
 
 import faust
-from aiokafka.errors import KafkaConnectionError, KafkaError
+from aiokafka.errors import (
+    CommitFailedError,
+    GroupAuthorizationFailedError,
+    KafkaConnectionError,
+    KafkaError,
+    TopicAuthorizationFailedError,
+)
 from faust.transport.consumer import ensure_TP
 from faust.transport.drivers import aiokafka as driver
 from faust.transport.producer import Producer as FaustProducer
 
+from app.errors import ConfigurationError
+from app.runtime.boot import refuse
 from app.runtime.broker_wait import until_connected
 from app.runtime.consumer_close import close_within
-from app.runtime.drain import drain_messages
+from app.runtime.drain import drain_messages, read_denied
 from app.runtime.offsets import add_gap, new_offset, read_before, with_floor
 
 TOPIC_DECLARE_SECONDS = 60.0
@@ -152,10 +160,24 @@ def consumer_class(fetch_max_wait_ms: int, fetch_min_bytes: int = 1) -> type[dri
         def _create_worker_consumer(self, transport: Any) -> Any:
             consumer = super()._create_worker_consumer(transport)
             consumer.stop = partial(close_within, consumer.stop)
+            consumer.commit = partial(self._commit_unless_denied, consumer.commit)
             # Read by AIOKafkaConsumer.start(), which builds the fetcher; start() comes after.
             consumer._fetch_max_wait_ms = fetch_max_wait_ms
             consumer._fetch_min_bytes = fetch_min_bytes
             return consumer
+
+        async def _commit_unless_denied(self, commit: Any, *args: Any, **kwargs: Any) -> Any:
+            """aiokafka's ``commit``; an ACL revoked under the worker (Read on its group)
+            stops it with one line and exit code 2 (``drain.read_denied``), where faust's
+            commit logged a traceback and crashed the worker (exit code 1). The commit is
+            then told faust as one a rebalance made moot: not done, nothing logged."""
+            try:
+                return await commit(*args, **kwargs)
+            except (GroupAuthorizationFailedError, TopicAuthorizationFailedError) as exc:
+                app = self.consumer.app
+                why = ConfigurationError(read_denied(exc, app))
+                self.parent_loop.call_soon_threadsafe(refuse, app, why)
+                raise CommitFailedError(f"not committed, already rebalanced: {why}") from None
 
     class Consumer(driver.Consumer):
         seek_epoch = 0  # seeks done (``drain``: a fetch from before one is not delivered)

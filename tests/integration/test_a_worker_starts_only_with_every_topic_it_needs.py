@@ -9,8 +9,10 @@ starts and is ready. On a broker that enforces ACLs, a topic its principal may n
 ``TOPICS_DECLARE`` says: no traceback, no password. So does a topic it would have to
 create with more copies (``TOPIC_REPLICATION_FACTOR``) than the cluster has brokers up,
 faust's leader topic among them (faust creates it with that factor); so does a topic it
-would create that its principal may not ``Create`` (faust's leader topic among them), and
-a consumer group (``APP_ID``) its principal may not use.
+would create that its principal may not ``Create`` (faust's leader topic among them, also
+when it exists: faust asks to create it at every start), and a consumer group
+(``APP_ID``) its principal may not use. Read on the group revoked while it runs stops it
+the same way at its next commit, once.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ import pytest
 from app.demo.acl_kafka import AclKafka
 from app.demo.produce import ensure_topic
 from dlq.topics import dlt_topic, retry_topic
-from tests.integration.support.acls import acl_stream, create_topics, grant, grant_reading
+from tests.integration.support.acls import USER, acl_stream, create_topics, grant, grant_reading
 from tests.integration.support.http import readiness_is
 from tests.integration.support.kafka import OrderTopic
+from tests.integration.support.orders import created_and_paid
 from tests.integration.support.workers import (
     REPO_ROOT,
     Stream,
@@ -216,3 +219,47 @@ async def test_a_topic_it_may_not_read_stops_it_in_one_line(
     assert "TopicAuthorizationFailed" in line, line
     assert "Traceback" not in log and "Crashed" not in log, log
     assert settings["BROKER_SASL_PASSWORD"] not in log
+
+
+async def test_an_existing_leader_topic_it_may_not_create_stops_it_in_one_line(
+    acl_kafka: AclKafka, database_url: str, tmp_path: Path
+) -> None:
+    """Every topic there, faust's leader topic too, and no Create allowed: faust asks to
+    create its leader topic at every start and the broker refuses before it looks, so
+    ``TOPICS_DECLARE=true`` names it, in one line. (The check passed and faust's start
+    crashed with a traceback, exit code 1.)"""
+    stream, tiers, dlt = await acl_topics(acl_kafka)
+    leader = f"{stream.app_id}-__assignor-__leader"
+    await create_topics(stream, [leader])
+    grant_reading(acl_kafka, stream, [stream.topic, *tiers, dlt, leader])
+    worker = await ended_acl_worker(acl_kafka, stream, database_url, tmp_path, declare=True)
+    line = the_one_line(worker)
+    assert worker.exit_code(within=30) == 2, worker.tail()
+    assert "Create on" in line and repr(leader) in line, line
+    assert "Traceback" not in worker.log(), worker.tail()
+
+
+async def test_a_group_it_may_no_longer_read_stops_it_in_one_line(
+    acl_kafka: AclKafka, database_url: str, tmp_path: Path
+) -> None:
+    """Read on its consumer group revoked while it runs: the next commit the broker
+    refuses stops the worker with exit code 2 and one ERROR line naming the group and
+    the permission. (faust's consumer crashed: two tracebacks, exit code 1.)"""
+    stream, tiers, dlt = await acl_topics(acl_kafka)
+    grant_reading(acl_kafka, stream, [stream.topic, *tiers, dlt])
+    grant(acl_kafka, "Write", [*tiers, dlt])
+    workers = Workers(stream, tmp_path / "workers")
+    env = {"RETRY_DELAYS": "1,5", "TOPICS_DECLARE": "false", **acl_kafka.settings("worker")}
+    try:
+        worker = workers.start(database_url, handler_modules="handlers", env=env)
+        await readiness_is(worker, 200, within=ACL_WORKER_WITHIN)
+        acl_kafka.revoke(USER, "--operation", "Read", "--group", stream.app_id)
+        async with OrderTopic(stream) as topic:
+            await topic.send(created_and_paid(5))
+        code, log = worker.exit_code(within=ACL_WORKER_WITHIN), worker.log()
+    finally:
+        workers.kill_all()
+    assert code == 2, log
+    (line,) = [text for text in log.splitlines() if "configuration error" in text]
+    assert "[ERROR]" in line and f"Read on group {stream.app_id!r}" in line, line
+    assert "Traceback" not in log and "Crashed" not in log, log
