@@ -12,7 +12,9 @@ value and headers) is marked ``PUBLISHED`` without a second copy.
 Bounded: at most the last ``MAX_RECORDS`` records of a partition are read, within
 ``SEARCH_SECONDS``; a record older than that window, or a search that runs out of
 time, is not found and the row is sent again (at least once, as without the search;
-consumers deduplicate). Such rows exist only after a crash, so the search is rare.
+consumers deduplicate); so is one whose topic the relay may not read (an ACL without
+Read: one warning line, not a wait). Such rows exist only after a crash, so the search
+is rare.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import TopicAuthorizationFailedError
 
 from app.kafka_clients import KafkaClients
 from app.outbox.message import Message
@@ -85,6 +88,17 @@ async def already_sent(
                 "they are sent again (consumers deduplicate)",
                 len(wanted),
                 SEARCH_SECONDS,
+            )
+            return set()
+        except TopicAuthorizationFailedError as exc:
+            topics = sorted({tp.topic for tp in looking})
+            log.warning(
+                "cannot look for %d record(s) a dead relay may have sent: the broker denies "
+                "this relay Read on %s (TopicAuthorizationFailed: %s); they are sent again "
+                "(consumers deduplicate; an ACL allowing Read avoids the copies)",
+                len(wanted),
+                ", ".join(repr(t) for t in topics),
+                exc,
             )
             return set()
     finally:
