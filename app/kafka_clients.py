@@ -33,14 +33,13 @@ from aiokafka.protocol.metadata import MetadataRequest
 
 from app.broker_security import BrokerSecurity
 from app.broker_url import bootstrap_servers
+from app.certificate_words import NAME_MISMATCH, OUT_OF_DATE, out_of_date
 from app.errors import BrokerRefused, BrokerUnreachable
 from app.settings import Settings
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 # Between the two questions to a listener that closed at the first request (``connect``).
 SASL_CHECK_PAUSE_SECONDS = 0.5
-# OpenSSL's verify codes for a certificate that does not name the host connected to.
-_NAME_MISMATCH = {62, 64}
 
 
 class KafkaClients:
@@ -187,11 +186,13 @@ class KafkaClients:
             )
         if isinstance(exc, ssl.SSLCertVerificationError):
             reason = exc.verify_message or _text(exc)
-            if exc.verify_code in _NAME_MISMATCH:
+            if exc.verify_code in NAME_MISMATCH:
                 return True, (
                     f"its certificate does not name {host} ({reason}); connect by a name "
                     "the certificate holds"
                 )
+            if exc.verify_code in OUT_OF_DATE:
+                return True, out_of_date(reason)
             return True, (
                 f"its certificate is not trusted ({reason}); BROKER_SSL_CA_FILE must hold "
                 "the CA that signed it"
@@ -212,8 +213,9 @@ class KafkaClients:
             cause is not None or isinstance(exc, ConnectionResetError)
         ):
             return False, (
-                "connection closed before any answer (is this a "
-                f"{security.protocol} listener? see BROKER_SECURITY_PROTOCOL)"
+                "connection closed before any answer: does this listener speak "
+                f"{security.protocol}? (BROKER_SECURITY_PROTOCOL; a TLS or SASL listener "
+                "closes a client that does not)"
             )
         return False, _text(exc)
 

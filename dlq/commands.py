@@ -203,7 +203,7 @@ async def _reading(target: Target) -> AsyncIterator[None]:
     except TopicAuthorizationFailedError:
         raise CommandError(
             f"the broker refused to let this login read {target.dlt}: grant it Read and "
-            "Describe on the topic (and Describe on its own group)"
+            "Describe on the topic (it reads with no consumer group)"
         ) from None
     except KafkaError as exc:  # connected, then the broker went away or refused
         raise CommandError(f"reading {target.dlt} failed: {type(exc).__name__}: {exc}") from None

@@ -19,13 +19,12 @@ import ssl
 from sqlalchemy import inspect
 from sqlalchemy.engine import make_url
 
+from app.certificate_words import NAME_MISMATCH, OUT_OF_DATE, out_of_date
 from app.db.engine import create_engine
 from app.db.error_code import error_code
 from app.db.timeouts import DbTimeouts
 from app.errors import ConfigurationError, DatabaseRefused
 
-# OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
-_NAME_MISMATCH = (62, 64)
 _CA = {"postgresql": "sslrootcert", "mysql": "ssl_ca"}
 _NAME_CHECK = {"postgresql": "use sslmode=verify-ca", "mysql": "set ssl_verify_identity=false"}
 _DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
@@ -37,11 +36,13 @@ def refusal(exc: BaseException, url: str) -> str | None:
     for cause in _chain(exc):
         if isinstance(cause, ssl.SSLCertVerificationError):
             reason = (cause.verify_message or cause.reason or "verify failed").rstrip(".")
-            if cause.verify_code in _NAME_MISMATCH:
+            if cause.verify_code in NAME_MISMATCH:
                 return (
                     f"its certificate does not name the host ({reason}); connect by a name the "
                     f"certificate holds, or {_NAME_CHECK.get(backend, 'drop the name check')}"
                 )
+            if cause.verify_code in OUT_OF_DATE:
+                return out_of_date(reason)
             return (
                 f"its certificate is not trusted ({reason}); check "
                 f"{_CA.get(backend, 'the CA file')}"

@@ -54,9 +54,11 @@ class CertificateAuthority:
         *,
         client: bool = False,
         key_password: str | None = None,
+        expired: bool = False,
     ) -> Issued:
         """A certificate for ``name``: a server's for ``hosts``, or a client's (``client``);
-        its key encrypted with ``key_password`` when given."""
+        its key encrypted with ``key_password`` when given; valid until a day ago when
+        ``expired``."""
         from cryptography import x509
         from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
@@ -64,7 +66,7 @@ class CertificateAuthority:
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
         usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
         builder = (
-            _builder(subject, self._subject, key.public_key())
+            _builder(subject, self._subject, key.public_key(), expired=expired)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(_key_usage(ca=False), critical=True)
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
@@ -98,10 +100,10 @@ def _sha256() -> Any:
     return hashes.SHA256()
 
 
-def _builder(subject: Any, issuer: Any, public_key: Any) -> Any:
+def _builder(subject: Any, issuer: Any, public_key: Any, expired: bool = False) -> Any:
     from cryptography import x509
 
-    now = datetime.now(UTC)
+    now = datetime.now(UTC) - (VALID_FOR + timedelta(days=1) if expired else timedelta(0))
     return (
         x509.CertificateBuilder()
         .subject_name(subject)

@@ -16,8 +16,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-# OpenSSL's verify codes for a certificate that does not name the host connected to.
-_NAME_MISMATCH = {62, 64}
+from app.certificate_words import NAME_MISMATCH, OUT_OF_DATE, out_of_date
 
 
 class RedisScript(Protocol):
@@ -123,8 +122,10 @@ def _tls_refusal(exc: BaseException, host: str) -> str | None:
     while seen is not None:
         if isinstance(seen, ssl.SSLCertVerificationError):
             reason = seen.verify_message or str(seen)
-            if seen.verify_code in _NAME_MISMATCH:
+            if seen.verify_code in NAME_MISMATCH:
                 return f"its certificate does not name {host} ({reason}); connect by a name it has"
+            if seen.verify_code in OUT_OF_DATE:
+                return out_of_date(reason)
             return (
                 f"its certificate is not trusted ({reason}); ssl_ca_certs in REDIS_URL must "
                 "name the CA that signed it"
