@@ -129,6 +129,7 @@ class SessionWatch:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.backend = backend
+        self._pooler_said = False  # a pooler found and said once: PostgreSQL's hint
         self._tls = dict(tls or {})  # the URL's TLS, as the driver's connect arguments
         self.after = timeouts.probe_after
         self._url = url
@@ -171,12 +172,23 @@ class SessionWatch:
         reported = _reported_session(driver)
         actual = _ask(dbapi_connection, _OWN_ID[self.backend])
         if reported is None or reported != actual:
-            log.info(
-                "the database connection's session id (%s) is not the server's (%s): a pooler "
-                "in between? Its session is not probed",
-                reported,
-                actual,
-            )
+            if self.backend == "postgresql" and not self._pooler_said:
+                self._pooler_said = True
+                log.warning(
+                    "the database connection's session id (%s) is not the server's (%s): a "
+                    "pooler in between (PgBouncer?). In its transaction mode add "
+                    "pgbouncer=true to DATABASE_URL, or statements fail ('prepared "
+                    "statement ... does not exist'); its sessions are not probed",
+                    reported,
+                    actual,
+                )
+            else:
+                log.info(
+                    "the database connection's session id (%s) is not the server's (%s): a "
+                    "pooler in between? Its session is not probed",
+                    reported,
+                    actual,
+                )
             return
         self._connections[id(dbapi_connection)] = _Connection(reported, transport, sock)
         self._keep_watching()

@@ -50,10 +50,12 @@ _PG_STATEMENT = {"57014"}  # query_canceled: statement_timeout or pg_cancel_back
 # Classes: connection exception, the login refused (a password rotated under a running
 # worker: no event could commit either), insufficient resources, operator intervention
 # (shutdown, cannot connect now, the database dropped, idle session timeout), system error;
-# and a database that does not exist (yet), or does not accept connections now (55000), and
-# a session ended for idling in a transaction (25P03).
+# and a database that does not exist (yet), or does not accept connections now (55000), a
+# session ended for idling in a transaction (25P03), and a prepared statement missing or
+# there twice (26000, 42P05): PgBouncer's transaction mode without ``pgbouncer=true`` in
+# the URL, which no event causes (``app.db.liveness`` says so at connect).
 _PG_CONNECTION_CLASSES = ("08", "28", "53", "57", "58")
-_PG_CONNECTION = {"3D000", "55000", "25P03"}
+_PG_CONNECTION = {"3D000", "55000", "25P03", "26000", "42P05"}
 
 # MySQL / MariaDB error numbers (client errors, 2000-2999, are all about the connection).
 _MYSQL_CONFLICT = {1205, 1213, 1020}

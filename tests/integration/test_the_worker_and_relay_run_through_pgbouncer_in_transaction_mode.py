@@ -11,12 +11,15 @@ its clients hold) between them and PostgreSQL, and ``?pgbouncer=true`` on the UR
   ``statement_timeout`` and ``plan_cache_mode``.
 
 Without the parameter the same URL fails at the first statements (asyncpg's named
-prepared statements land on another client's server connection).
+prepared statements land on another client's server connection): an infrastructure
+failure (a pause in place, never a dead letter), and the first connection says, in one
+warning, that a pooler is in between and ``pgbouncer=true`` is what transaction mode needs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -27,6 +30,7 @@ from sqlalchemy.exc import DBAPIError
 from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
 from app.db.urls import normalise_database_url
+from app.pipeline.classify import is_infrastructure
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.pgbouncer import PgBouncer
 from tests.integration.support.small_run import relay_ships_the_outbox, worker_applies_a_few_orders
@@ -90,7 +94,7 @@ async def nothing_left_on_the_server_connections(pgbouncer: PgBouncer, database:
 
 
 async def test_without_the_parameter_prepared_statements_fail(
-    pgbouncer: PgBouncer, database_name: str
+    pgbouncer: PgBouncer, database_name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = normalise_database_url(pgbouncer.url(database_name).replace("?pgbouncer=true", ""))
     engine = create_engine(url, pool_size=5)
@@ -100,8 +104,15 @@ async def test_without_the_parameter_prepared_statements_fail(
             await conn.execute(text("SELECT count(*) FROM pg_class WHERE relpages > :n"), {"n": n})
 
     try:
-        with pytest.raises(DBAPIError, match="prepared statement"):
+        with (
+            caplog.at_level(logging.WARNING, logger="effectively_once.db"),
+            pytest.raises(DBAPIError, match="prepared statement") as failed,
+        ):
             for _ in range(10):  # five clients on three server connections: collide at once
                 await asyncio.gather(*(one(n) for n in range(100)))
     finally:
         await engine.dispose()
+    # A pause in place, never an event's fault (no DLT); the connect said what to add.
+    assert is_infrastructure(failed.value)
+    hints = [r.getMessage() for r in caplog.records if "pgbouncer=true" in r.getMessage()]
+    assert len(hints) == 1, hints
