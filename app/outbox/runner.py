@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
 from app.db.engine import create_engine, dispose, session_factory
+from app.db.error_code import error_code
 from app.db.urls import shown
 from app.errors import BrokerDenied
 from app.kafka_clients import KafkaClients
@@ -241,7 +242,11 @@ class RelayRunner:
             log.error("the relay cannot run: %s", exc)
         except Exception as exc:  # a bug: said once, on /ready and in the metrics, not retried
             self._fail(exc)
-            log.exception("the relay stopped on an error")
+            refused = privileges_refused(exc)
+            if refused is not None:  # a grant missing: one line, no traceback
+                log.error("the relay cannot run: %s", refused)
+            else:
+                log.exception("the relay stopped on an error")
 
     def _fail(self, exc: BaseException) -> None:
         self.failure = exc
@@ -288,3 +293,21 @@ class RelayRunner:
                         await self.relay.stopped()
                 if self.relay.stopping:
                     raise RelayStopped from None
+
+
+# PostgreSQL's insufficient_privilege; MySQL/MariaDB's command, column and database denied.
+_PRIVILEGES = {"42501", 1142, 1143, 1044}
+
+
+def privileges_refused(exc: BaseException) -> str | None:
+    """What the database refused this login, in one line naming the grant to add, when
+    ``exc`` is a refused privilege; None otherwise."""
+    orig = getattr(exc, "orig", None)
+    if error_code(orig) not in _PRIVILEGES:
+        return None
+    lines = str(orig).strip().splitlines()
+    reason = lines[0] if lines else type(orig).__name__
+    return (
+        f"the database refuses this login: {reason}; grant its role SELECT and UPDATE on "
+        "outbox_event (README: The outbox and the relay)"
+    )

@@ -1,0 +1,68 @@
+"""A relay whose database role may not touch the outbox stops in one line naming the grant.
+
+Contract: ``python -m app relay`` logged in as a role the database refuses the outbox to
+(no grant on ``outbox_event``) exits with code 2 and one ERROR line saying the database
+refuses the login, the database's own reason and the grants to add (SELECT and UPDATE on
+``outbox_event``), with no traceback; with exactly those grants it publishes the rows.
+Before, the refusal ended it with the traceback of a bug.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.integration.support.kafka import OrderTopic
+from tests.integration.support.outbox import rows
+from tests.integration.support.relays import Relays
+from tests.integration.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+
+async def test_a_role_without_grants_is_named_and_one_with_them_publishes(
+    migrated_database: str, topic: OrderTopic, tmp_path: Path
+) -> None:
+    url = make_url(migrated_database)
+    role = f"relay_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(
+        host=url.host, port=url.port or 5432, user=url.username, database=url.database
+    )
+    try:
+        await admin.execute(f"CREATE ROLE {role} LOGIN")
+        await admin.execute(
+            "INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, "
+            "topic, payload) VALUES ('e-1', 'Order', 'o-1', 'OrderPaid', $1, '{}')",
+            topic.stream.topic,
+        )
+        as_role = url.set(username=role).render_as_string(hide_password=False)
+        relays = Relays(tmp_path / "relays")
+        try:
+            refused = relays.start(as_role, topic.stream.broker_url)
+            code = refused.exit_code(within=60)
+            log = refused.log()
+            assert code == 2, log
+            [line] = [text for text in log.splitlines() if "the relay cannot run" in text]
+            assert "the database refuses this login" in line, line
+            assert "permission denied" in line and "SELECT and UPDATE on outbox_event" in line
+            assert "Traceback" not in log, log
+
+            await admin.execute(f"GRANT SELECT, UPDATE ON outbox_event TO {role}")
+            granted = relays.start(as_role, topic.stream.broker_url)
+            await eventually(
+                lambda: rows(migrated_database, "status"),
+                lambda found: [r["status"] for r in found] == ["PUBLISHED"],
+                what="the row published by the role with its grants",
+                within=60,
+            )
+            assert granted.stop() == 0
+        finally:
+            relays.kill_all()
+    finally:
+        await admin.execute(f"DROP OWNED BY {role}")
+        await admin.execute(f"DROP ROLE {role}")
+        await admin.close()
