@@ -165,7 +165,7 @@ def _object(value: bytes | None) -> dict[str, Any]:
             raise UndecodableError(STRUCT_MESSAGE) from None
         if not value:
             raise UndecodableError("the record's value is empty (0 bytes), not JSON") from None
-        raise UndecodableError(f"value is not JSON: {exc}") from None
+        raise UndecodableError(f"value is not JSON: {_json_error(exc)}") from None
     if _schema_wrapped(raw):
         raw = raw["payload"]
     if type(raw) is str:
@@ -174,7 +174,7 @@ def _object(value: bytes | None) -> dict[str, Any]:
         except ValueError as exc:
             raise UndecodableError(
                 "value is a JSON string (as Kafka Connect's JsonConverter writes a text "
-                f"column) whose text is not JSON: {exc}"
+                f"column) whose text is not JSON: {_json_error(exc)}"
             ) from None
         if not isinstance(raw, dict):
             raise UndecodableError(
@@ -231,3 +231,8 @@ def _text(data: bytes, what: str) -> str | None:
         return found
     found = id_text(parsed)
     return text if found is None else found
+
+
+def _json_error(exc: ValueError) -> str:
+    """orjson's message, its "key" said as a JSON object's (not the record's key)."""
+    return str(exc).replace("key must be a string", "an object's key must be a quoted string")

@@ -109,6 +109,12 @@ def test_unknown_fields_in_the_envelope_and_the_payload_are_ignored() -> None:
 
 POISON = [
     pytest.param(b"{nope", UndecodableError, "not JSON", id="not-json"),
+    pytest.param(
+        b"{eventId: 1}",
+        UndecodableError,
+        "not JSON: an object's key must be a quoted string at line 1 column 2",
+        id="unquoted-key",
+    ),
     pytest.param(b"", UndecodableError, "value is empty (0 bytes), not JSON", id="empty"),
     pytest.param(None, UndecodableError, "no value (a tombstone: a delete marker", id="tombstone"),
     pytest.param(b"\xff\xfe\x00", UndecodableError, "not JSON", id="binary"),
