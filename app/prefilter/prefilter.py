@@ -180,6 +180,29 @@ class Prefilter:
         self.breaker.succeeded()
         self.counters.remembered += len(ids)
 
+    async def probe(self) -> None:
+        """While the circuit is open and its cool-down over, ask Redis once (an MGET of a key
+        the framework never writes): an idle worker's circuit closes once Redis is back,
+        not at the next event (its gauge, and the alert on it, said Redis was down)."""
+        if not self.breaker.is_open or not self.breaker.allow():
+            return
+        try:
+            async with asyncio.timeout(self.deadline(1)):
+                await self._client.mget([f"{self.namespace}:probe"])
+        except asyncio.CancelledError:
+            self.breaker.abandoned()
+            raise
+        except Exception as exc:
+            self._failed("probe", exc)
+            return
+        self.breaker.succeeded()
+
+    async def keep_probing(self) -> None:
+        """``probe`` at every cool-down (at least each second), until cancelled."""
+        while True:
+            await asyncio.sleep(max(self.breaker.cooldown_seconds, 1.0))
+            await self.probe()
+
     async def close(self) -> None:
         """Close the Redis connections (never raises)."""
         try:

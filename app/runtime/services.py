@@ -62,13 +62,15 @@ class Services:
     prefilter: Prefilter | None = None
     relay: RelayRunner | None = None
     cleaner: asyncio.Task[None] | None = None
+    prober: asyncio.Task[None] | None = None  # the prefilter's circuit, probed while open
 
     async def close(self) -> None:
         """Stop the relay (it hands back what it did not publish), release the connections."""
-        if self.cleaner is not None:
-            self.cleaner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.cleaner
+        for task in (self.cleaner, self.prober):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.relay is not None:
             await self.relay.stop()
         if self.prefilter is not None:
@@ -190,7 +192,8 @@ async def start_services(
         cleaner = asyncio.ensure_future(
             keep_cleaning(engine, Retention.of(settings), settings.cleanup_interval.total_seconds())
         )
-    return Services(settings, engine, processor, prefilter, relay, cleaner)
+    prober = asyncio.ensure_future(prefilter.keep_probing()) if prefilter is not None else None
+    return Services(settings, engine, processor, prefilter, relay, cleaner, prober)
 
 
 async def open_ahead(processor: BatchProcessor) -> None:

@@ -233,6 +233,33 @@ async def test_killed_mid_run_it_falls_back_then_recovers_empty(
     assert await prefilter.known("points-service", ["e1", "e2", "e3"]) == {"e3"}
 
 
+async def test_an_idle_prefilters_probe_closes_the_circuit_once_redis_is_back(
+    private_redis: PrivateRedis, make_prefilter: Callable[[str], Prefilter], clock: FrozenClock
+) -> None:
+    """With no event to look up (an idle worker), the worker's probe finds Redis back once
+    the cool-down is over and closes the circuit; before that, and while Redis is down,
+    it leaves it open. It counts no lookup."""
+    prefilter = make_prefilter(private_redis.url)
+    await remembered(prefilter, "e1")
+    await private_redis.kill()
+    for _ in range(THRESHOLD):
+        await prefilter.known("points-service", ["e1"])
+    assert prefilter.breaker.state is Circuit.OPEN
+
+    clock.advance(COOLDOWN)
+    await prefilter.probe()  # Redis still down: open again, for a fresh cool-down
+    assert prefilter.breaker.state is Circuit.OPEN
+    await private_redis.start()
+    await prefilter.probe()  # cooling down: not asked
+    assert prefilter.breaker.state is Circuit.OPEN
+    clock.advance(COOLDOWN)
+    lookups = prefilter.counters.lookups
+    await prefilter.probe()
+
+    assert prefilter.breaker.state is Circuit.CLOSED
+    assert prefilter.counters.lookups == lookups
+
+
 async def test_a_flushed_redis_knows_nothing(
     private_redis: PrivateRedis, make_prefilter: Callable[[str], Prefilter]
 ) -> None:
