@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.tables import failed_event
@@ -53,19 +53,26 @@ async def open_failures(
     aggregate_id: str,
     versions: Collection[int],
 ) -> dict[int, OpenFailure]:
-    """The unsettled failures of ``versions`` of the aggregate, for ``consumer`` or poison,
-    by version (the consumer's own first)."""
+    """The failures of ``versions`` (the versions ``consumer`` misses) of the aggregate that
+    still hold them: ``consumer``'s own not settled, and poison's whatever its row says
+    (a skip another consumer took settles the row, not this consumer's gap), by version
+    (the consumer's own first)."""
     if not versions:
         return {}
     t = failed_event
     query = select(
         t.c.consumer_group, t.c.aggregate_version, t.c.event_id, t.c.status, t.c.reason
     ).where(
-        t.c.consumer_group.in_((consumer, "")),
+        or_(
+            and_(
+                t.c.consumer_group == consumer,
+                t.c.status.not_in([status.value for status in SETTLED]),
+            ),
+            t.c.consumer_group == "",
+        ),
         t.c.aggregate_type == aggregate_type,
         t.c.aggregate_id == aggregate_id,
         t.c.aggregate_version.in_(sorted(versions)),
-        t.c.status.not_in([status.value for status in SETTLED]),
     )
     found: dict[int, OpenFailure] = {}
     for owner, version, event_id, status, reason in await conn.execute(query):

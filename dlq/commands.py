@@ -21,7 +21,7 @@ from app.records import RawRecord
 from dlq import render
 from dlq.actions import Action, Executor, Plan, Report, Summary, plan, settle
 from dlq.broker import read_at, read_topic, replayer
-from dlq.dead import UNPUBLISHED_PARTITION, DeadLetter, position_text
+from dlq.dead import SETTLED, UNPUBLISHED_PARTITION, DeadLetter, position_text
 from dlq.errors import CommandError, NothingMatched
 from dlq.selection import Entry, Selection, finish, prefilter, split_copies
 from dlq.status import FailureStore, failure_store
@@ -253,7 +253,14 @@ def _reporter(action: Action, out: Console) -> Report:
             out.print(f"[red]error[/] {dead.position} ({who}): {error}")
         else:
             where = f"{dead.original_topic}[{sent[0]}]@{sent[1]}"
-            out.print(f"{action.past} {dead.position} ({who}) -> {where}")
+            settled = entry.state.status
+            after = (
+                f" ({settled} already, --force: a duplicate for its consumer, which took the "
+                "event; the row keeps its decision)"
+                if settled in SETTLED and not (dead.is_poison and action is Action.SKIP)
+                else ""
+            )
+            out.print(f"{action.past} {dead.position} ({who}) -> {where}{after}")
 
     return report
 

@@ -40,6 +40,7 @@ class Watch:
     clock: Callable[[], float] = time.monotonic
     down_since: float | None = None
     said_at: float = 0.0
+    answered_at: float | None = None  # the last round it answered
 
     async def once(self) -> None:
         """Ask once; say, count and mark what changed."""
@@ -47,14 +48,16 @@ class Watch:
         now = self.clock()
         if found.ok:
             if self.down_since is not None:
+                since = self.down_since if self.answered_at is None else self.answered_at
                 log.warning(
-                    "the %s answers again, after %.0f s without an answer: %s",
+                    "the %s answers again; its last answer before was %.0f s ago: %s",
                     self.dependency,
-                    now - self.down_since,
+                    now - since,
                     found.detail,
                 )
                 self.down_since = None
                 pauses.answers(self.dependency)
+            self.answered_at = now
             return
         if self.down_since is None:
             self.down_since = self.said_at = now

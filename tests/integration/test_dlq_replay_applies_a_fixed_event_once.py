@@ -7,10 +7,10 @@ is fixed, ``replay --execute`` publishes the newest copy only and applies the de
 event for its consumer (its parked successor then applies too, in order),
 the ``failed_event`` row ends ``resolved`` with the operator's name and note.
 A second ``replay --execute`` leaves the resolved record alone, and even a
-forced one (published again) changes nothing, not even the row: the effect
-is applied once. The worker's ``effectively_once_replays_total`` for the
-consumer counts the one replay that applied: not the one that died again,
-nor the forced duplicate.
+forced one (published again, and said to be a duplicate for its consumer) changes
+nothing, not even the row: the effect is applied once. The worker's
+``effectively_once_replays_total`` for the consumer counts the one replay that applied:
+not the one that died again, nor the forced duplicate.
 """
 
 from __future__ import annotations
@@ -119,6 +119,7 @@ async def test_replay_after_the_fix_applies_once_however_often_it_runs(
     forced = await dlq("replay", "--event-id", death.event_id, "--execute", "--force")
     assert forced.code == 0, forced.err
     assert "replayed 1" in forced.out
+    assert "(resolved already, --force: a duplicate for its consumer" in forced.out, forced.out
     assert len(await records(stream, stream.topic)) == on_main + 3
     await caught_up(stream, [death.worker])
 

@@ -7,7 +7,9 @@ names that failure and the commands that settle it (``dlq replay --event-id`` on
 ``dlq release``; ``dlq release`` refuses such a version, naming it and the same
 commands, and publishes nothing, even with ``--execute``: released, the version was
 taken while its failure stayed open, dead in ``dlq list``, replayable, its alert on.
-A version that failed and was settled since, or that never came, is released as before.
+Poison holds the version for every consumer that misses it, whatever its row says (a
+skip another consumer took marks it ``skipped``). A version whose own failure was settled
+since, or that never came, is released as before.
 """
 
 from __future__ import annotations
@@ -129,8 +131,13 @@ def test_a_dead_version_is_named_with_replay_and_skip(tmp_path: Path) -> None:
     )
 
 
-def test_poison_of_the_version_is_skipped_for_the_waiting_consumer(tmp_path: Path) -> None:
-    url = database(tmp_path, [failure("", 2, "dead", "ev-v2")])
+@pytest.mark.parametrize("status", ["dead", "skipped"])
+def test_poison_of_the_version_is_skipped_for_the_waiting_consumer(
+    tmp_path: Path, status: str
+) -> None:
+    """Also once another consumer took a skip of it (its row ``skipped``): this one still
+    misses the version, and the poison is what holds it."""
+    url = database(tmp_path, [failure("", 2, status, "ev-v2")])
 
     detail = asyncio.run(parked_detail(url))
     assert detail.endswith(

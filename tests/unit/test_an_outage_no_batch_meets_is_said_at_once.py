@@ -7,7 +7,8 @@ pause for it (``effectively_once_infrastructure_pauses_total``) and makes
 ``effectively_once_paused`` 1; each later failing round adds the round's seconds to its
 pause seconds and counts no new pause, and after ``REMIND_EVERY_SECONDS`` one more
 ERROR line says it still does not answer; the first answer again logs one WARNING line
-with how long it lasted and makes ``effectively_once_paused`` 0 (nothing else held it).
+with the time since its last answer before the outage and makes
+``effectively_once_paused`` 0 (nothing else held it).
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ async def test_an_outage_is_said_once_counted_once_and_its_end_said(
             "the broker has not answered for 60 s (no answer within 1 s): the worker still "
             "waits for it",
         ),
-        (logging.WARNING, "the broker answers again, after 65 s without an answer: answered"),
+        (
+            logging.WARNING,
+            "the broker answers again; its last answer before was 65 s ago: answered",
+        ),
     ]
     assert sample("effectively_once_paused") == 0
