@@ -7,8 +7,8 @@ which the processor's per-consumer tasks inherit). The worker is paused while a
 batch in flight has paused, while start-up work (migrations) has paused and not
 yet succeeded, while a long-lived task of its own (the relay: ``Outside``) has
 paused and not yet made progress since, or while the watch of a dependency finds it
-not answering (``unreachable``, ``app.monitoring.watch``). A batch that ends, however it ends, is no
-longer paused.
+not answering (``unreachable``, ``app.monitoring.watch``). A batch that ends, however
+it ends, is no longer paused.
 """
 
 from __future__ import annotations
