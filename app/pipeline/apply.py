@@ -53,9 +53,12 @@ class EventFailed(Exception):
 class HandlerFailed(EventFailed):
     """A handler raised: carries the cause and the reason the failure path records."""
 
-    def __init__(self, spec: HandlerSpec, cause: BaseException) -> None:
+    def __init__(
+        self, spec: HandlerSpec, cause: BaseException, event_id: str | None = None
+    ) -> None:
         super().__init__(spec.name, cause)
         self.spec = spec
+        self.event_id = event_id  # the event it failed on, when one call had one event
 
     @property
     def reason(self) -> str:
@@ -97,6 +100,7 @@ async def run_handlers(
     """
     session = ctx.session
     for spec in handlers:
+        current: Decoded | None = items[0] if len(items) == 1 else None
         try:
             if spec.batch:
                 await spec.fn([item.event for item in items], ctx)
@@ -104,15 +108,17 @@ async def run_handlers(
                     await session.flush()
             else:
                 for item in items:
+                    current = item
                     await spec.fn(item.event, ctx)
                     if _pending(session):
                         await session.flush()
         except Exception as exc:
             fault = fault_of(exc)
+            event_id = current.event_id if current is not None else None
             if fault is Fault.EVENT or (blame_statements and fault is Fault.STATEMENT):
-                raise HandlerFailed(spec, exc) from exc
+                raise HandlerFailed(spec, exc, event_id) from exc
             if isinstance(exc, OSError | TimeoutError) and not through_a_dependency(exc):
-                raise HandlerFailed(spec, exc) from exc  # the handler's own I/O
+                raise HandlerFailed(spec, exc, event_id) from exc  # the handler's own I/O
             raise InfrastructureError(f"{spec.name}: {exc}") from exc
 
 

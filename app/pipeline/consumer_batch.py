@@ -71,6 +71,10 @@ class ConsumerBatch:
     default_aggregate_type: str
     # Look up dedup records only for the events the version rows do not tell apart.
     trust_versions: bool = False
+    # ``ISOLATED`` after a ``FAST`` attempt: the failure each event met there, by eventId.
+    # Routed with it, that handler is not run a second time (an outside call it makes
+    # would be made twice per attempt).
+    failed_before: dict[str, EventFailed] = field(default_factory=dict)
     outcomes: list[Outcome] = field(default_factory=list)
     _changes: BatchChanges = field(default_factory=BatchChanges.empty)
     _versions: dict[Aggregate, int | None] = field(default_factory=dict)
@@ -106,7 +110,7 @@ class ConsumerBatch:
                 if item.event_id in found.consumed:  # it took effect (through any copy)
                     self._settle_failures(item.event_id, FailureStatus.RESOLVED)
                 continue
-            if self._attempt_made(item):  # a retry record delivered again: its tier ran
+            if self._attempt_made(item):  # delivered again after its failure was routed
                 self._out(Duplicate, item)
                 continue
             seen.add(item.event_id)
@@ -129,14 +133,20 @@ class ConsumerBatch:
         return self.outcomes
 
     def _attempt_made(self, item: Decoded) -> bool:
-        """Whether ``item`` is this consumer's retry record whose attempt was made already:
-        its batch committed the next tier's record (or the DLT's), then the commit of its
-        offset failed (the broker went away) and it came again. Run again, it would fork
-        the event's trip into two (the handler run once more per tier, two DLT records)."""
+        """Whether ``item``'s attempt was made already for this consumer: the record (from
+        the main topic, or this consumer's retry record) failed, its batch committed the
+        next tier's record (or the DLT's), then the commit of its offset failed (the broker
+        went away) and it came again. Run again, it would fork the event's trip into two
+        (the handler run once more per tier, two DLT records). The failure row is this
+        event's (found by its eventId) at this position; a replay (at a position of its
+        own, its attempts counted afresh) is run."""
         trip = item.trip
-        if not trip.attempts or trip.skip or trip.consumer != self.consumer:
+        if trip.skip or trip.consumer not in (None, self.consumer):
             return False
         key = (self.consumer, trip.original_topic, trip.original_partition, trip.original_offset)
+        record = item.record
+        if not trip.attempts and key[1:] != (record.topic, record.partition, record.offset):
+            return False  # a first attempt elsewhere than its position: a replay of it
         made = self._attempts_made.get(key)
         return made is not None and made > trip.attempts
 
@@ -244,6 +254,9 @@ class ConsumerBatch:
         if self.mode is Mode.FAST:
             if handlers:
                 self._plan.append(item)
+        elif item.event_id in self.failed_before:
+            self._fail(item, self.failed_before.pop(item.event_id))
+            return False
         elif handlers or escalated:
             claim = (
                 (lambda: self._store.claim_alone(consumed_event, consumed | {"applied_at": now()}))

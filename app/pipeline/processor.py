@@ -59,7 +59,7 @@ from app.db.dialect import insert_rows
 from app.db.tables import failed_event, outbox_event
 from app.failure_detail import FailureDetailPolicy
 from app.failure_log import log_failure
-from app.pipeline.apply import HandlerFailed, Mode
+from app.pipeline.apply import EventFailed, HandlerFailed, Mode
 from app.pipeline.classify import is_unique_violation, lost_a_race
 from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import (
@@ -283,8 +283,11 @@ class BatchProcessor:
                 text.line,
             )
             metrics.record_rerun(consumer, RERUN_HANDLER_FAILED)
+            known: dict[str, EventFailed] = (
+                {failed.event_id: failed} if failed.event_id is not None else {}
+            )
         # Outside the except block, so the failures found now don't chain the first one.
-        return await self._transaction(consumer, events, Mode.ISOLATED)
+        return await self._transaction(consumer, events, Mode.ISOLATED, failed_before=known)
 
     async def _escalated(self, consumer: str, events: list[Decoded], why: str) -> ConsumerBatch:
         """The same failure kept coming back (``why``): run the batch event by event, and route
@@ -299,7 +302,12 @@ class BatchProcessor:
         return await self._transaction(consumer, events, Mode.ESCALATED)
 
     async def _transaction(
-        self, consumer: str, events: list[Decoded], mode: Mode, trust_versions: bool = False
+        self,
+        consumer: str,
+        events: list[Decoded],
+        mode: Mode,
+        trust_versions: bool = False,
+        failed_before: dict[str, EventFailed] | None = None,
     ) -> ConsumerBatch:
         started = time.perf_counter()
         async with self.sessions() as session:
@@ -313,6 +321,7 @@ class BatchProcessor:
                 self.router,
                 self.default_aggregate_type,
                 trust_versions,
+                dict(failed_before or {}),
             )
             async with session.begin():
                 await batch.run(events)

@@ -3,10 +3,11 @@
 Contract: a callback registered by a handler runs once, after the consumer's
 transaction committed (so it sees the committed effects and dedup row from
 any other connection), in registration order. It never runs for an event
-whose handler failed (that event's savepoint rolled back), nor for an attempt
-that an infrastructure failure rolled back; it runs once for the attempt that
-finally commits. A callback that raises does not undo the commit and does not
-stop the callbacks after it.
+whose handler failed (that event's savepoint rolled back, or the batch's first
+attempt), nor for an attempt that an infrastructure failure rolled back; it runs
+once for the attempt that finally commits (a retry tier's, for an event that
+failed). A callback that raises does not undo the commit and does not stop the
+callbacks after it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from app.pipeline.outcomes import Kind
 from app.registry import Registry, handler
 from schemas.envelope import Event
 from tests.pipeline.events import Records
-from tests.pipeline.support import Db, MakeProcessor, kinds, write_effect
+from tests.pipeline.support import Db, FrozenClock, MakeProcessor, Outbox, kinds, write_effect
 
 
 async def test_a_callback_sees_the_committed_effects_from_another_connection(
@@ -73,8 +74,12 @@ async def test_callbacks_run_in_registration_order_and_never_for_a_failed_event(
     assert sent == ["first", "last"]
 
 
-async def test_a_callback_of_an_attempt_rolled_back_by_an_outage_never_runs(
-    make_processor: MakeProcessor, registry: Registry, records: Records
+async def test_a_callback_of_a_failed_attempt_never_runs_and_its_retry_runs_it_once(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    outbox: Outbox,
+    clock: FrozenClock,
 ) -> None:
     sent: list[str] = []
     outages = [ConnectionError("smtp relay unreachable")]
@@ -90,7 +95,12 @@ async def test_a_callback_of_an_attempt_rolled_back_by_an_outage_never_runs(
 
     outcomes = await make_processor().process([records.event("e1")])
 
-    assert kinds(outcomes) == [("e1", Kind.APPLIED)]
+    assert kinds(outcomes) == [("e1", Kind.RETRIED)]
+    assert sent == []
+    [retry] = await outbox.records()
+    clock.advance(1)
+    again = await make_processor().process([records.delivered(retry)])
+    assert kinds(again) == [("e1", Kind.APPLIED)]
     assert sent == ["e1"]
 
 

@@ -9,8 +9,9 @@ delivered back from the tier, fails again and goes to ``.retry.5s`` (attempt
 by the record's ORIGINAL topic, partition and offset, stays one row whose
 status moves ``retrying`` → ``dead`` and whose attempts count 1, 2, 3. A
 retry record is run only by the consumer it names: the others are not run
-again. A ``PermanentError`` or a type the handler declared ``non_retryable``
-goes straight to the DLT (reason ``non-retryable``), through no tier.
+again. The failing handler is called once per attempt (three here), not once more in
+the batch's event-by-event rerun. A ``PermanentError`` or a type the handler declared
+``non_retryable`` goes straight to the DLT (reason ``non-retryable``), through no tier.
 """
 
 from __future__ import annotations
@@ -126,6 +127,9 @@ async def test_an_always_failing_event_goes_tier_by_tier_to_the_dlt(
     assert row["last_failed_at"].replace(tzinfo=NOW.tzinfo) == NOW + timedelta(seconds=6)
     # Only the consumer the retry records name ran them; notification applied e1 once.
     assert calls.count(("notification", "e1")) == 1
+    # The failing handler ran once per attempt: the batch's event-by-event rerun after
+    # its failure routes the event with that failure rather than calling it again.
+    assert calls.count(("points", "e1")) == 3
     assert {consumer for consumer, _ in calls} == {"notification", "points"}
     assert await db.effects("notification") == ["e1"]
     assert await db.consumed("points") == []
