@@ -97,10 +97,14 @@ async def wait_for_events(
 
     The window opens at the first poll that sees a message taken (``on_open`` runs
     then) and closes at the first poll that sees the last one acknowledged, so each
-    end is late by at most ``POLL_SECONDS`` (plus one HTTP round trip).
+    end is late by at most ``POLL_SECONDS`` (plus one HTTP round trip). Events all
+    taken and acknowledged between two polls (a small workload, a fast worker) open
+    the window at the poll before, which saw none taken: a window of no length would
+    be a rate of no meaning (and a latency run at that rate, a workload without end).
     """
     first: float | None = None
     progress_at, last_acked = time.monotonic(), -1
+    polled_before = progress_at  # the last poll that saw nothing taken
     while True:
         check_alive()
         now_counts = await counts(port, topic)
@@ -111,9 +115,11 @@ async def wait_for_events(
                 await on_open()
         if first is not None and now_counts is not None:
             if now_counts.acked >= events:
-                return Window(first, now, events)
+                return Window(polled_before if first == now else first, now, events)
             if now_counts.acked != last_acked:
                 progress_at, last_acked = now, now_counts.acked
+        if first is None:
+            polled_before = now
         limit = START_TIMEOUT_SECONDS if first is None else STALL_TIMEOUT_SECONDS
         if now - progress_at > limit:
             seen = "nothing" if now_counts is None else f"{now_counts.acked:,} acknowledged"
