@@ -14,9 +14,15 @@ NAME_MISMATCH = frozenset({62, 64})
 OUT_OF_DATE = frozenset({9, 10})
 
 
-def out_of_date(reason: str) -> str:
-    """The words for a certificate outside its validity dates (``reason``: OpenSSL's)."""
-    return (
-        f"its certificate is out of date ({reason}): the server's certificate must be "
-        "renewed, or this host's clock set right (the CA is not the cause)"
-    )
+def certificate_refused(code: int | None, reason: str, *, misnamed: str, untrusted: str) -> str:
+    """What a certificate the client refused with OpenSSL's verify ``code`` and ``reason``
+    means: ``misnamed`` (the client's words, for a name the certificate does not hold),
+    out of date, or else ``untrusted`` (the client's words, naming its CA setting)."""
+    if code in NAME_MISMATCH:
+        return misnamed
+    if code in OUT_OF_DATE:
+        return (
+            f"its certificate is out of date ({reason}): the server's certificate must be "
+            "renewed, or this host's clock set right (the CA is not the cause)"
+        )
+    return untrusted

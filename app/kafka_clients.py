@@ -33,7 +33,7 @@ from aiokafka.protocol.metadata import MetadataRequest
 
 from app.broker_security import BrokerSecurity
 from app.broker_url import bootstrap_servers
-from app.certificate_words import NAME_MISMATCH, OUT_OF_DATE, out_of_date
+from app.certificate_words import certificate_refused
 from app.errors import BrokerRefused, BrokerUnreachable
 from app.settings import Settings
 
@@ -186,16 +186,13 @@ class KafkaClients:
             )
         if isinstance(exc, ssl.SSLCertVerificationError):
             reason = exc.verify_message or _text(exc)
-            if exc.verify_code in NAME_MISMATCH:
-                return True, (
-                    f"its certificate does not name {host} ({reason}); connect by a name "
-                    "the certificate holds"
-                )
-            if exc.verify_code in OUT_OF_DATE:
-                return True, out_of_date(reason)
-            return True, (
-                f"its certificate is not trusted ({reason}); BROKER_SSL_CA_FILE must hold "
-                "the CA that signed it"
+            return True, certificate_refused(
+                exc.verify_code,
+                reason,
+                misnamed=f"its certificate does not name {host} ({reason}); connect by a name "
+                "the certificate holds",
+                untrusted=f"its certificate is not trusted ({reason}); BROKER_SSL_CA_FILE must "
+                "hold the CA that signed it",
             )
         if isinstance(cause, ssl.SSLError) or isinstance(exc, ssl.SSLError):
             alert = cause if isinstance(cause, ssl.SSLError) else exc

@@ -253,11 +253,11 @@ def _reporter(action: Action, out: Console) -> Report:
             out.print(f"[red]error[/] {dead.position} ({who}): {error}")
         else:
             where = f"{dead.original_topic}[{sent[0]}]@{sent[1]}"
-            settled = entry.state.status
+            status = entry.state.status
             after = (
-                f" ({settled} already, --force: a duplicate for its consumer, which took the "
+                f" ({status} already, --force: a duplicate for its consumer, which took the "
                 "event; the row keeps its decision)"
-                if settled in SETTLED and not (dead.is_poison and action is Action.SKIP)
+                if status in SETTLED and not (dead.is_poison and action is Action.SKIP)
                 else ""
             )
             out.print(f"{action.past} {dead.position} ({who}) -> {where}{after}")

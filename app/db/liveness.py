@@ -50,6 +50,11 @@ IDLE_SLACK_SECONDS = 1.0  # MySQL's idle time is in whole seconds
 _SAME_INSTANT_SECONDS = 0.1  # the kernel's times are in jiffies
 
 log = logging.getLogger("effectively_once.db")
+# Said once per engine on PostgreSQL, where a pooler's transaction mode breaks statements.
+_PGBOUNCER_HINT = (
+    " (PgBouncer?). In its transaction mode add pgbouncer=true to DATABASE_URL, or "
+    "statements fail ('prepared statement ... does not exist'); its sessions are not probed"
+)
 
 _SESSIONS = {
     "postgresql": "SELECT pid, state IN ('idle', 'idle in transaction', "
@@ -172,23 +177,16 @@ class SessionWatch:
         reported = _reported_session(driver)
         actual = _ask(dbapi_connection, _OWN_ID[self.backend])
         if reported is None or reported != actual:
-            if self.backend == "postgresql" and not self._pooler_said:
-                self._pooler_said = True
-                log.warning(
-                    "the database connection's session id (%s) is not the server's (%s): a "
-                    "pooler in between (PgBouncer?). In its transaction mode add "
-                    "pgbouncer=true to DATABASE_URL, or statements fail ('prepared "
-                    "statement ... does not exist'); its sessions are not probed",
-                    reported,
-                    actual,
-                )
-            else:
-                log.info(
-                    "the database connection's session id (%s) is not the server's (%s): a "
-                    "pooler in between? Its session is not probed",
-                    reported,
-                    actual,
-                )
+            hint = self.backend == "postgresql" and not self._pooler_said
+            self._pooler_said = self._pooler_said or hint
+            log.log(
+                logging.WARNING if hint else logging.INFO,
+                "the database connection's session id (%s) is not the server's (%s): a "
+                "pooler in between%s",
+                reported,
+                actual,
+                _PGBOUNCER_HINT if hint else "? Its session is not probed",
+            )
             return
         self._connections[id(dbapi_connection)] = _Connection(reported, transport, sock)
         self._keep_watching()

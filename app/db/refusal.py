@@ -19,7 +19,7 @@ import ssl
 from sqlalchemy import inspect
 from sqlalchemy.engine import make_url
 
-from app.certificate_words import NAME_MISMATCH, OUT_OF_DATE, out_of_date
+from app.certificate_words import certificate_refused
 from app.db.engine import create_engine
 from app.db.error_code import error_code
 from app.db.timeouts import DbTimeouts
@@ -36,16 +36,14 @@ def refusal(exc: BaseException, url: str) -> str | None:
     for cause in _chain(exc):
         if isinstance(cause, ssl.SSLCertVerificationError):
             reason = (cause.verify_message or cause.reason or "verify failed").rstrip(".")
-            if cause.verify_code in NAME_MISMATCH:
-                return (
-                    f"its certificate does not name the host ({reason}); connect by a name the "
-                    f"certificate holds, or {_NAME_CHECK.get(backend, 'drop the name check')}"
-                )
-            if cause.verify_code in OUT_OF_DATE:
-                return out_of_date(reason)
-            return (
-                f"its certificate is not trusted ({reason}); check "
-                f"{_CA.get(backend, 'the CA file')}"
+            return certificate_refused(
+                cause.verify_code,
+                reason,
+                misnamed=f"its certificate does not name the host ({reason}); connect by a "
+                "name the certificate holds, or "
+                f"{_NAME_CHECK.get(backend, 'drop the name check')}",
+                untrusted=f"its certificate is not trusted ({reason}); check "
+                f"{_CA.get(backend, 'the CA file')}",
             )
         if isinstance(cause, ssl.SSLError):
             return f"the TLS handshake failed ({cause.reason or cause})"

@@ -81,8 +81,10 @@ class Watch:
             )
 
 
-async def keep_watching(watches: Sequence[Watch], every: float = WATCH_EVERY_SECONDS) -> None:
-    """Run each of ``watches`` every ``every`` seconds, for ever (a task of the worker)."""
+async def keep_watching(watches: Sequence[Watch]) -> None:
+    """Run each of ``watches`` every ``Watch.every`` seconds (the least of theirs, as its
+    pause seconds count them), for ever (a task of the worker)."""
+    every = min(watch.every for watch in watches)
     while True:
         for watch, outcome in zip(
             watches,

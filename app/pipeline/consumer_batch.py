@@ -39,7 +39,7 @@ from typing import Any
 
 from app.context import HandlerContext
 from app.db.tables import consumed_event, parked_event
-from app.pipeline.apply import EventFailed, Mode, apply_isolated, apply_waves
+from app.pipeline.apply import EventFailed, HandlerFailed, Mode, apply_isolated, apply_waves
 from app.pipeline.decode import Decoded, Poison, decode
 from app.pipeline.gate import Gate, decide, effective_last
 from app.pipeline.outcomes import REPLAYED, Applied, Duplicate, Outcome, Parked, Skipped, Stale
@@ -71,10 +71,10 @@ class ConsumerBatch:
     default_aggregate_type: str
     # Look up dedup records only for the events the version rows do not tell apart.
     trust_versions: bool = False
-    # ``ISOLATED`` after a ``FAST`` attempt: the failure each event met there, by eventId.
-    # Routed with it, that handler is not run a second time (an outside call it makes
-    # would be made twice per attempt).
-    failed_before: dict[str, EventFailed] = field(default_factory=dict)
+    # ``ISOLATED`` after a ``FAST`` attempt: the handler failure it met there, when it
+    # names its event. That event is routed with it, its handler not run a second time
+    # (an outside call it makes would be made twice per attempt).
+    failed_before: HandlerFailed | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     _changes: BatchChanges = field(default_factory=BatchChanges.empty)
     _versions: dict[Aggregate, int | None] = field(default_factory=dict)
@@ -254,8 +254,9 @@ class ConsumerBatch:
         if self.mode is Mode.FAST:
             if handlers:
                 self._plan.append(item)
-        elif item.event_id in self.failed_before:
-            self._fail(item, self.failed_before.pop(item.event_id))
+        elif self.failed_before is not None and item.event_id == self.failed_before.event_id:
+            failed, self.failed_before = self.failed_before, None
+            self._fail(item, failed)
             return False
         elif handlers or escalated:
             claim = (

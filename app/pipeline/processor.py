@@ -59,7 +59,7 @@ from app.db.dialect import insert_rows
 from app.db.tables import failed_event, outbox_event
 from app.failure_detail import FailureDetailPolicy
 from app.failure_log import log_failure
-from app.pipeline.apply import EventFailed, HandlerFailed, Mode
+from app.pipeline.apply import HandlerFailed, Mode
 from app.pipeline.classify import is_unique_violation, lost_a_race
 from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import (
@@ -283,9 +283,7 @@ class BatchProcessor:
                 text.line,
             )
             metrics.record_rerun(consumer, RERUN_HANDLER_FAILED)
-            known: dict[str, EventFailed] = (
-                {failed.event_id: failed} if failed.event_id is not None else {}
-            )
+            known = failed
         # Outside the except block, so the failures found now don't chain the first one.
         return await self._transaction(consumer, events, Mode.ISOLATED, failed_before=known)
 
@@ -307,7 +305,7 @@ class BatchProcessor:
         events: list[Decoded],
         mode: Mode,
         trust_versions: bool = False,
-        failed_before: dict[str, EventFailed] | None = None,
+        failed_before: HandlerFailed | None = None,
     ) -> ConsumerBatch:
         started = time.perf_counter()
         async with self.sessions() as session:
@@ -321,7 +319,7 @@ class BatchProcessor:
                 self.router,
                 self.default_aggregate_type,
                 trust_versions,
-                dict(failed_before or {}),
+                failed_before,
             )
             async with session.begin():
                 await batch.run(events)

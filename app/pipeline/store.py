@@ -151,17 +151,17 @@ OPEN = tuple(status.value for status in FailureStatus if status not in SETTLED)
 """The ``failed_event`` statuses of an event that has not taken effect (as far as the row
 knows): ``retrying``, ``dead``, ``replayed``, ``skip-requested``."""
 _CONSUMED, _PARKED, _FAILED, _HOLDS = "c", "p", "f", "h"
-# The failure key's columns in the parts of the lookup that have none (typed, so that every
-# database resolves the union's column types alike).
+# The failure key's columns and its attempts in the parts of the lookup that have none
+# (typed, so that every database resolves the union's column types alike).
 _NO_KEY = (
     cast(null(), String),
     cast(null(), Integer),
     cast(null(), BigInteger),
     cast(null(), Integer),
 )
-# The statuses whose ``attempts`` count the tier attempts made so far: a retry record
-# whose own attempt is among them was run already (delivered again: its offset's commit
-# failed after its batch committed).
+# The statuses whose ``attempts`` count the attempts made so far: a record whose own
+# attempt is among them was run already (delivered again: its offset's commit failed
+# after its batch committed).
 _ROUTED = (FailureStatus.RETRYING.value, FailureStatus.DEAD.value)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from app.certificate_words import NAME_MISMATCH, OUT_OF_DATE, out_of_date
+from app.certificate_words import certificate_refused
 
 
 class RedisScript(Protocol):
@@ -122,13 +122,13 @@ def _tls_refusal(exc: BaseException, host: str) -> str | None:
     while seen is not None:
         if isinstance(seen, ssl.SSLCertVerificationError):
             reason = seen.verify_message or str(seen)
-            if seen.verify_code in NAME_MISMATCH:
-                return f"its certificate does not name {host} ({reason}); connect by a name it has"
-            if seen.verify_code in OUT_OF_DATE:
-                return out_of_date(reason)
-            return (
-                f"its certificate is not trusted ({reason}); ssl_ca_certs in REDIS_URL must "
-                "name the CA that signed it"
+            return certificate_refused(
+                seen.verify_code,
+                reason,
+                misnamed=f"its certificate does not name {host} ({reason}); connect by a name "
+                "it has",
+                untrusted=f"its certificate is not trusted ({reason}); ssl_ca_certs in "
+                "REDIS_URL must name the CA that signed it",
             )
         if isinstance(seen, ssl.SSLError):
             return f"TLS failed ({seen.reason or seen}); check the ssl_* options of REDIS_URL"
