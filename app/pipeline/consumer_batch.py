@@ -140,6 +140,8 @@ class ConsumerBatch:
         (the handler run once more per tier, two DLT records). The failure row is this
         event's (found by its eventId) at this position; a replay (at a position of its
         own, its attempts counted afresh) is run."""
+        if not self._attempts_made:  # no failure of the batch's events retrying or dead
+            return False
         trip = item.trip
         if trip.skip or trip.consumer not in (None, self.consumer):
             return False

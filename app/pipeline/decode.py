@@ -41,11 +41,13 @@ class Decoded(NamedTuple):
     event: Event
     known: bool
     trip: Trip
+    # The event's ``eventId``, read on every step of every consumer: a field, not a property.
+    event_id: str
 
-    @property
-    def event_id(self) -> str:
-        """The event's ``eventId``."""
-        return self.event.event_id
+    @classmethod
+    def of(cls, record: RawRecord, event: Event, known: bool, trip: Trip) -> Decoded:
+        """The decoded ``record``: ``event`` with its ``eventId`` at hand."""
+        return cls(record, event, known, trip, event.event_id)
 
 
 class Read(NamedTuple):
@@ -202,7 +204,7 @@ def _decode_json(
         trip = Trip.of(record)
     except InvalidHeaderError:
         return None
-    return Decoded(record, event, known, trip)
+    return Decoded.of(record, event, known, trip)
 
 
 _Typed = dict[type, tuple[str, int]]
@@ -290,7 +292,7 @@ def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Po
             # it), or what a failed envelope says of itself.
             taken = envelope if named is None else named.skipped(trip)
             if taken is not None:
-                return Decoded(record, taken, False, trip)
+                return Decoded.of(record, taken, False, trip)
         return Poison(record, error, trip, envelope, event_type, named)
 
     if payloads is not None and event_type is not None and event_type not in payloads:
@@ -298,12 +300,12 @@ def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Po
             envelope = Event.model_validate(raw)
         except ValidationError as exc:
             return poison(InvalidSchemaError(f"envelope: {_summary(exc)}"))
-        return Decoded(record, envelope, is_known_event_type(event_type), trip)
+        return Decoded.of(record, envelope, is_known_event_type(event_type), trip)
     typed_envelope = _typed_envelope(event_type, raw.get("eventVersion"))
     if typed_envelope is not None:
         # The common case in one validation; on any error the steps below say which part.
         try:
-            return Decoded(record, typed_envelope.model_validate(raw), True, trip)
+            return Decoded.of(record, typed_envelope.model_validate(raw), True, trip)
         except ValidationError:
             pass
     try:
@@ -319,13 +321,13 @@ def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Po
                 ),
                 envelope,
             )
-        return Decoded(record, envelope, False, trip)
+        return Decoded.of(record, envelope, False, trip)
     try:
         data = model.model_validate(envelope.data)
     except ValidationError as exc:
         return poison(InvalidSchemaError(f"data: {_summary(exc)}"), envelope)
     typed = envelope.model_copy(update={"data": data})
-    return Decoded(record, typed, True, trip)
+    return Decoded.of(record, typed, True, trip)
 
 
 def _named(raw: dict[str, Any]) -> Named:
