@@ -32,12 +32,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from app.prefilter.breaker import CircuitBreaker, Clock, OnStateChange
 from app.prefilter.client import RedisClient, connect
 
+T = TypeVar("T")
 log = logging.getLogger("effectively_once.prefilter")
 
 DEFAULT_TTL_SECONDS = 24 * 3600
@@ -140,17 +142,14 @@ class Prefilter:
         ids = list(dict.fromkeys(event_ids))
         if not ids or not self._allowed():
             return set()
-        try:
-            async with asyncio.timeout(self.deadline(len(ids))):
-                values = await self._client.mget([self.key(consumer, i) for i in ids])
-            found = {i for i, value in zip(ids, values, strict=True) if value is not None}
-        except asyncio.CancelledError:
-            self.breaker.abandoned()
-            raise
-        except Exception as exc:  # fail open: whatever went wrong, the database decides
-            self._failed("lookup", exc)
+
+        async def lookup() -> set[str]:
+            values = await self._client.mget([self.key(consumer, i) for i in ids])
+            return {i for i, value in zip(ids, values, strict=True) if value is not None}
+
+        found = await self._guarded("lookup", len(ids), lookup)
+        if found is None:
             return set()
-        self.breaker.succeeded()
         self.counters.lookups += len(ids)
         self.counters.hits += len(found)
         return found
@@ -165,20 +164,18 @@ class Prefilter:
         ids = list(dict.fromkeys(event_ids))
         if not ids or not self._allowed():
             return
-        try:
-            async with asyncio.timeout(self.deadline(len(ids))):
-                keys = [self.key(consumer, event_id) for event_id in ids]
-                for start in range(0, len(keys), _REMEMBER_CHUNK):
-                    chunk = keys[start : start + _REMEMBER_CHUNK]
-                    await self._remember(keys=chunk, args=[self.ttl_seconds])
-        except asyncio.CancelledError:
-            self.breaker.abandoned()
-            raise
-        except Exception as exc:  # the write is only a shortcut; losing it is safe
-            self._failed("write", exc)
-            return
-        self.breaker.succeeded()
-        self.counters.remembered += len(ids)
+
+        async def write() -> bool:
+            keys = [self.key(consumer, event_id) for event_id in ids]
+            for start in range(0, len(keys), _REMEMBER_CHUNK):
+                await self._remember(
+                    keys=keys[start : start + _REMEMBER_CHUNK], args=[self.ttl_seconds]
+                )
+            return True
+
+        # A write lost is safe: the database's dedup record still holds.
+        if await self._guarded("write", len(ids), write):
+            self.counters.remembered += len(ids)
 
     async def probe(self) -> None:
         """While the circuit is open and its cool-down over, ask Redis once (an MGET of a key
@@ -186,16 +183,12 @@ class Prefilter:
         not at the next event (its gauge, and the alert on it, said Redis was down)."""
         if not self.breaker.is_open or not self.breaker.allow():
             return
-        try:
-            async with asyncio.timeout(self.deadline(1)):
-                await self._client.mget([f"{self.namespace}:probe"])
-        except asyncio.CancelledError:
-            self.breaker.abandoned()
-            raise
-        except Exception as exc:
-            self._failed("probe", exc)
-            return
-        self.breaker.succeeded()
+
+        async def ask() -> bool:
+            await self._client.mget([f"{self.namespace}:probe"])
+            return True
+
+        await self._guarded("probe", 1, ask)
 
     async def keep_probing(self) -> None:
         """``probe`` at every cool-down (at least each second), until cancelled."""
@@ -209,6 +202,22 @@ class Prefilter:
             await self._client.aclose()
         except Exception as exc:
             log.debug("closing the Redis prefilter client: %r", exc)
+
+    async def _guarded(self, what: str, ids: int, call: Callable[[], Awaitable[T]]) -> T | None:
+        """``call()`` within ``deadline(ids)``, its outcome told to the circuit breaker: its
+        result, or None when it failed (counted and logged at DEBUG: the caller fails open,
+        the database decides). A cancellation is neither: the call was abandoned."""
+        try:
+            async with asyncio.timeout(self.deadline(ids)):
+                result = await call()
+        except asyncio.CancelledError:
+            self.breaker.abandoned()
+            raise
+        except Exception as exc:
+            self._failed(what, exc)
+            return None
+        self.breaker.succeeded()
+        return result
 
     def _allowed(self) -> bool:
         if self.breaker.allow():
