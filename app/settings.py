@@ -112,6 +112,7 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     relay_idempotent: bool = True
     relay_stop_grace_seconds: float = Field(default=5.0, ge=0, le=300)
     relay_metrics_port: int = Field(default=6067, ge=0, le=65_535)
+    relay_metrics_bind: str = Field(default="0.0.0.0", min_length=1)
     outbox_retention: timedelta = timedelta(days=7)
     dedup_retention: timedelta = timedelta(days=30)
     cleanup_interval: timedelta = timedelta(0)

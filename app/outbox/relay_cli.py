@@ -57,11 +57,12 @@ async def _run(settings: Settings) -> int:
     port = RelayPort()
     if settings.relay_metrics_port:
         try:
-            await port.start(settings.relay_metrics_port)
+            await port.start(settings.relay_metrics_port, settings.relay_metrics_bind)
         except OSError as exc:
             _fail(
-                f"cannot serve metrics on port {settings.relay_metrics_port} "
-                f"({exc.strerror or exc}); set RELAY_METRICS_PORT to a free port, or 0 for none"
+                f"cannot serve metrics on port {settings.relay_metrics_port} of "
+                f"{settings.relay_metrics_bind} ({exc.strerror or exc}); set RELAY_METRICS_PORT "
+                "to a free port (0 for none) and RELAY_METRICS_BIND to an address of this host"
             )
     runner = RelayRunner(settings)
     port.health = runner.health

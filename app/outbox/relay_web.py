@@ -30,15 +30,16 @@ class RelayPort:
         self.health: Callable[[], readiness.Check] = _starting
         self._runner: web.AppRunner | None = None
 
-    async def start(self, port: int) -> None:
-        """Listen on ``port`` (every address); ``OSError`` if it is taken."""
+    async def start(self, port: int, host: str = "0.0.0.0") -> None:
+        """Listen on ``port`` of ``host`` (``0.0.0.0``: every address); ``OSError`` if it
+        is taken, or ``host`` is no address of this machine."""
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/ready", self._ready)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         try:
-            await web.TCPSite(runner, port=port).start()
+            await web.TCPSite(runner, host=host, port=port).start()
         except OSError:
             await runner.cleanup()
             raise

@@ -1,6 +1,7 @@
 """``python -m app relay`` tells an operator what is wrong in one line, never a password.
 
-Contract: a setting it cannot use (an invalid value, a metrics port in use, a broker
+Contract: a setting it cannot use (an invalid value, a metrics port in use or on an
+address the host does not have, a broker
 that refuses idempotent producers with ``RELAY_IDEMPOTENT`` on: Tansu 0.6) ends it with exit
 code 2 and one line naming the problem, no traceback. An unreachable database (given
 with a password) or a database without the outbox table is waited for, with a log
@@ -48,6 +49,17 @@ async def test_settings_it_cannot_use_end_it_with_one_line(
             port = str(busy.getsockname()[1])
             said = finished(relays, {"RELAY_METRICS_PORT": port}, database, stream.broker_url)
         assert said.startswith(f"effectively-once relay: cannot serve metrics on port {port}")
+        assert len(said.splitlines()) == 1
+        # An address this host does not have (TEST-NET-1): one line naming the setting.
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            port = str(free.getsockname()[1])
+        elsewhere = {"RELAY_METRICS_PORT": port, "RELAY_METRICS_BIND": "192.0.2.1"}
+        said = finished(relays, elsewhere, database, stream.broker_url)
+        assert said.startswith(
+            f"effectively-once relay: cannot serve metrics on port {port} of 192.0.2.1"
+        )
+        assert "RELAY_METRICS_BIND" in said
         assert len(said.splitlines()) == 1
         # Tansu 0.6: a broker without idempotent producers.
         said = finished(relays, {"RELAY_IDEMPOTENT": "true"}, database, tansu_stream.broker_url)
