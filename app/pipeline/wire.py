@@ -79,6 +79,8 @@ LOOKED_ELSEWHERE = {
 """Where a field missing from the envelope was looked for too, for the poison's message."""
 
 STRUCT = b"Struct{"
+BOM = b"\xef\xbb\xbf"
+"""UTF-8's byte order mark: JSON text may start with one, and a reader may ignore it."""
 STRUCT_MESSAGE = (
     "value is a Kafka Connect Struct printed as text, not JSON: Debezium's outbox event "
     "router with table.expand.json.payload=true and the StringConverter writes it. Set "
@@ -158,6 +160,8 @@ def _loads(data: bytes | str) -> Any:
 def _object(value: bytes | None) -> dict[str, Any]:
     if value is None:
         raise UndecodableError(TOMBSTONE_MESSAGE)
+    if value.startswith(BOM):
+        value = value[len(BOM) :]  # a byte order mark, as some Windows tools write (RFC 8259)
     try:
         raw: Any = _loads(value)
     except ValueError as exc:
@@ -178,10 +182,10 @@ def _object(value: bytes | None) -> dict[str, Any]:
             ) from None
         if not isinstance(raw, dict):
             raise UndecodableError(
-                f"value is a JSON string holding JSON {type(raw).__name__}, not an object"
+                f"value is a JSON string holding {json_kind(raw)}, not an object"
             )
     if not isinstance(raw, dict):
-        raise UndecodableError(f"value is JSON {type(raw).__name__}, not an object")
+        raise UndecodableError(f"value is {json_kind(raw)}, not a JSON object")
     return raw
 
 
@@ -212,7 +216,7 @@ def _text(data: bytes, what: str) -> str | None:
         raise InvalidSchemaError(f"{what} is not UTF-8 text") from None
     if data == b"null":
         return None  # JSON's null: Kafka Connect's JsonConverter, Go's json.Marshal(nil)
-    if data[:1] not in (b'"', b"{"):
+    if data[:1] not in (b'"', b"{", b"["):
         return text
     try:
         parsed: Any = _loads(data)
@@ -225,12 +229,37 @@ def _text(data: bytes, what: str) -> str | None:
         found = id_text(parsed)
         if found is None:  # a struct, a boolean, a Decimal's base64...: no id
             raise InvalidSchemaError(
-                f"{what} is a Kafka Connect value holding JSON {type(parsed).__name__}, "
+                f"{what} is a Kafka Connect value holding {json_kind(parsed)}, "
                 "not text or an integer"
             )
         return found
+    if isinstance(parsed, dict | list):
+        # Kafka Connect's JsonConverter writes a struct key so with schemas.enable=false: no
+        # id, and taken as text it would be an aggregate of its own (README: objects as ids
+        # are poison).
+        raise InvalidSchemaError(
+            f"{what} is {json_kind(parsed)}, not text or an integer: put the id in the "
+            "value, or key the record by the id's text"
+        )
     found = id_text(parsed)
     return text if found is None else found
+
+
+def json_kind(value: Any) -> str:
+    """What ``value`` (parsed JSON) is, in JSON's words: "a JSON object", "JSON null"..."""
+    if value is None:
+        return "JSON null"
+    return "a JSON " + _KINDS.get(type(value), "value")
+
+
+_KINDS = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+}
 
 
 def _json_error(exc: ValueError) -> str:

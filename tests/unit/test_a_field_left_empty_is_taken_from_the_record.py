@@ -124,9 +124,9 @@ def _camel(name: str) -> str:
 @pytest.mark.parametrize(
     ("key", "kind"),
     [
-        (b'{"schema": {"type": "boolean"}, "payload": true}', "bool"),
-        (b'{"schema": {"type": "struct"}, "payload": {"id": 7}}', "dict"),
-        (b'{"schema": {"type": "double"}, "payload": 7.5}', "float"),
+        (b'{"schema": {"type": "boolean"}, "payload": true}', "a JSON boolean"),
+        (b'{"schema": {"type": "struct"}, "payload": {"id": 7}}', "a JSON object"),
+        (b'{"schema": {"type": "double"}, "payload": 7.5}', "a JSON number"),
     ],
 )
 def test_a_wrapped_key_holding_no_id_is_poison_naming_its_type(key: bytes, kind: str) -> None:
@@ -134,6 +134,39 @@ def test_a_wrapped_key_holding_no_id_is_poison_naming_its_type(key: bytes, kind:
 
     for result in both_paths(record(value, key=key)):
         assert isinstance(result, Poison)
-        assert f"a Kafka Connect value holding JSON {kind}, not text or an integer" in str(
+        assert f"a Kafka Connect value holding {kind}, not text or an integer" in str(
             result.error
         )
+
+
+@pytest.mark.parametrize(
+    ("key", "kind"),
+    [(b'{"id": "o-9"}', "a JSON object"), (b'["o-9"]', "a JSON array")],
+    ids=["object", "array"],
+)
+def test_a_key_that_is_a_json_object_or_array_is_poison_when_it_must_stand_in(
+    key: bytes, kind: str
+) -> None:
+    """Kafka Connect's JsonConverter writes a struct key as ``{"id": ...}`` without schemas:
+    taken as text it would be an aggregate of its own, the same order's events keyed by
+    the id's text another one, and their versions would wait for each other forever."""
+    value = {name: v for name, v in ENVELOPE.items() if name != "aggregateId"}
+
+    for result in both_paths(record(value, key=key)):
+        assert isinstance(result, Poison)
+        assert f"the record key is {kind}, not text or an integer" in str(result.error)
+    # With the aggregate in the value, the key is not read: the event is fine.
+    for result in both_paths(record(ENVELOPE, key=key)):
+        assert isinstance(result, Decoded)
+        assert result.event.aggregate_id == ENVELOPE["aggregateId"]
+
+
+def test_a_value_that_starts_with_a_byte_order_mark_is_read_without_it() -> None:
+    """Some Windows tools write UTF-8 with a byte order mark; JSON's RFC lets a reader
+    ignore it, and the event is the same as without it."""
+    plain = record(ENVELOPE)
+    marked = plain._replace(value=b"\xef\xbb\xbf" + plain.value)
+
+    for result in both_paths(marked):
+        assert isinstance(result, Decoded)
+        assert result.event == decode(plain).event

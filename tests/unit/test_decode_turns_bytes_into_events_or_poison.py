@@ -118,9 +118,9 @@ POISON = [
     pytest.param(b"", UndecodableError, "value is empty (0 bytes), not JSON", id="empty"),
     pytest.param(None, UndecodableError, "no value (a tombstone: a delete marker", id="tombstone"),
     pytest.param(b"\xff\xfe\x00", UndecodableError, "not JSON", id="binary"),
-    pytest.param(b"[1, 2]", UndecodableError, "JSON list, not an object", id="array"),
-    pytest.param(b"42", UndecodableError, "JSON int, not an object", id="number"),
-    pytest.param(b"null", UndecodableError, "JSON NoneType, not an object", id="null"),
+    pytest.param(b"[1, 2]", UndecodableError, "value is a JSON array, not a JSON object", id="array"),
+    pytest.param(b"42", UndecodableError, "value is a JSON number, not a JSON object", id="number"),
+    pytest.param(b"null", UndecodableError, "value is JSON null, not a JSON object", id="null"),
     pytest.param(
         orjson.dumps({k: v for k, v in envelope().items() if k != "eventId"}),
         InvalidSchemaError,
