@@ -115,7 +115,14 @@ def skip_record(gap: Gap, version: int, now: datetime) -> OutRecord:
         "occurredAt": now.isoformat(),
         "data": {},
     }
-    headers = ((h.RETRY_CONSUMER_GROUP, gap.consumer.encode()), (h.RETRY_ACTION, b"skip"))
+    headers = (
+        # Where it goes, as every record aimed at one consumer says (``Trip.of`` takes a
+        # consumer or an action without it for a producer's header: poison).
+        (h.DLT_ORIGINAL_TOPIC, gap.topic.encode()),
+        (h.DLT_ORIGINAL_PARTITION, str(gap.partition).encode()),
+        (h.RETRY_CONSUMER_GROUP, gap.consumer.encode()),
+        (h.RETRY_ACTION, b"skip"),
+    )
     return OutRecord(gap.topic, gap.key, orjson.dumps(envelope), headers)
 
 

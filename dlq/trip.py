@@ -13,6 +13,20 @@ from dlq.topics import topic_name
 
 _new = tuple.__new__
 _OURS = h.OURS
+_SKIP = "skip"
+# The trip's headers the framework writes only with ``dlt-original-topic`` (retry records
+# and replays carry where the event came from).
+_WITH_PROVENANCE = (
+    h.RETRY_CONSUMER_GROUP,
+    h.RETRY_ACTION,
+    h.RETRY_ATTEMPT,
+    h.RETRY_FIRST_FAILURE_AT,
+    h.RETRY_DUE_AT,
+    h.DLT_ORIGINAL_PARTITION,
+    h.DLT_ORIGINAL_OFFSET,
+    h.DLT_ORIGINAL_TIMESTAMP,
+    h.DLT_REPLAY_COUNT,
+)
 # What Kafka accepts as a topic name (``failed_event.topic`` holds 249 characters too).
 _TOPIC_NAME = topic_name(TOPIC)
 
@@ -84,6 +98,15 @@ class Trip(NamedTuple):
             return parsed
 
         original_topic = text(h.DLT_ORIGINAL_TOPIC)
+        if not original_topic:
+            # Never written without it: a producer's header would aim the record at one
+            # consumer (the others never see it), skip it, or count attempts never made.
+            for name in _WITH_PROVENANCE:
+                if found.get(name):
+                    raise _without_provenance(name, text(name))
+        action = text(h.RETRY_ACTION)
+        if action not in ("", _SKIP):
+            raise _malformed(h.RETRY_ACTION, action, repr(_SKIP))
         partition, offset = record.partition, record.offset
         if original_topic:
             if not _TOPIC_NAME.fullmatch(original_topic):
@@ -102,7 +125,7 @@ class Trip(NamedTuple):
             original_offset=offset,
             original_timestamp_ms=record.timestamp_ms if timestamp is None else timestamp,
             replay_count=_default(number(h.DLT_REPLAY_COUNT, INTEGER_MAX - 1), 0),
-            skip=text(h.RETRY_ACTION) == "skip",
+            skip=action == _SKIP,
         )
 
     @classmethod
@@ -133,6 +156,14 @@ def _when(name: str, text: str) -> datetime | None:
     except ValueError:
         raise _malformed(name, text, "an ISO-8601 time") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _without_provenance(name: str, value: str) -> InvalidHeaderError:
+    return InvalidHeaderError(
+        f"header {name} is {value[:80]!r} without {h.DLT_ORIGINAL_TOPIC}: the framework "
+        "writes it only on its retry and replay records, with where the event came from; a "
+        "producer must not set it"
+    )
 
 
 def _malformed(name: str, value: str, expected: str) -> InvalidHeaderError:

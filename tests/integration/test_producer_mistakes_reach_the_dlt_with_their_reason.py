@@ -4,9 +4,9 @@ Contract, with the real broker and a worker on PostgreSQL: an event whose
 aggregate is nowhere (not in the value, no key), an id written as a float, a
 Debezium-wrapped value whose inner JSON is broken, the router's ``Struct{...}``
 text, a version the tables cannot store and a framework header a producer set
-(``retry-attempt: soon``) each land on the DLT once, its bytes, key and headers
-as sent, with the ``dlt-reason`` and a ``dlt-exception-message`` that names
-what is wrong; the good events around them apply.
+(``retry-attempt: soon``, ``retry-consumer-group`` on a record that is no retry) each
+land on the DLT once, its bytes, key and headers as sent, with the ``dlt-reason`` and a
+``dlt-exception-message`` that names what is wrong; the good events around them apply.
 """
 
 from __future__ import annotations
@@ -74,7 +74,14 @@ MISTAKES = [
     (
         Message(b"100001", orjson.dumps(paid(7)), (("retry-attempt", b"soon"),)),
         "invalid-header",
-        "header retry-attempt is 'soon', not an integer",
+        "header retry-attempt is 'soon' without dlt-original-topic",
+    ),
+    (
+        # Aimed at one consumer as only the framework's retry records are: the others would
+        # never see it, points-service alone would apply it.
+        Message(b"100001", orjson.dumps(paid(9)), (("retry-consumer-group", b"points-service"),)),
+        "invalid-header",
+        "header retry-consumer-group is 'points-service' without dlt-original-topic",
     ),
 ]
 
@@ -103,5 +110,5 @@ async def test_each_mistake_is_dead_lettered_with_its_reason_and_the_rest_applie
         assert (headers["dlt-reason"], record.key) == (reason, message.key)
         assert says in headers["dlt-exception-message"], headers["dlt-exception-message"]
         assert tuple(original_headers(record)) == tuple(
-            h for h in message.headers if h[0] != "retry-attempt"
+            h for h in message.headers if h[0] not in ("retry-attempt", "retry-consumer-group")
         )

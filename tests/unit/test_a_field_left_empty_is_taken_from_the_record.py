@@ -134,9 +134,7 @@ def test_a_wrapped_key_holding_no_id_is_poison_naming_its_type(key: bytes, kind:
 
     for result in both_paths(record(value, key=key)):
         assert isinstance(result, Poison)
-        assert f"a Kafka Connect value holding {kind}, not text or an integer" in str(
-            result.error
-        )
+        assert f"a Kafka Connect value holding {kind}, not text or an integer" in str(result.error)
 
 
 @pytest.mark.parametrize(

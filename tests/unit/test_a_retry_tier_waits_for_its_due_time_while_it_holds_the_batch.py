@@ -34,7 +34,11 @@ def retry(due_in: float | None, offset: int = 0) -> RawRecord:
     headers: tuple[tuple[str, bytes], ...] = ()
     if due_in is not None:
         due = datetime.now(UTC) + timedelta(seconds=due_in)
-        headers = ((h.RETRY_DUE_AT, iso(due).encode()), (h.RETRY_CONSUMER_GROUP, b"points"))
+        headers = (
+            (h.RETRY_DUE_AT, iso(due).encode()),
+            (h.RETRY_CONSUMER_GROUP, b"points"),
+            (h.DLT_ORIGINAL_TOPIC, b"orders"),
+        )
     return RawRecord("orders.retry.5s", 0, offset, b"o-1", b"{}", headers)
 
 

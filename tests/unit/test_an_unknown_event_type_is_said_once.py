@@ -35,7 +35,13 @@ def event(event_type: str, offset: int, skip: bool = False) -> Decoded:
         "data": PAID,
     }
     headers = (
-        ((h.RETRY_CONSUMER_GROUP, b"points-service"), (h.RETRY_ACTION, b"skip")) if skip else ()
+        (
+            (h.DLT_ORIGINAL_TOPIC, b"orders"),
+            (h.RETRY_CONSUMER_GROUP, b"points-service"),
+            (h.RETRY_ACTION, b"skip"),
+        )
+        if skip
+        else ()
     )
     found = decode(RawRecord("orders", 0, offset, b"o-1", orjson.dumps(value), headers))
     assert isinstance(found, Decoded), found

@@ -107,7 +107,9 @@ async def test_a_retry_record_is_unprocessed_only_from_its_due_time() -> None:
         return done(records)
 
     due = datetime.fromtimestamp(NOW - 2, UTC).isoformat().encode()
-    retry = record(0, 1, produced=NOW - 300, headers=[(h.RETRY_DUE_AT, due)])
+    retry = record(
+        0, 1, produced=NOW - 300, headers=[(h.RETRY_DUE_AT, due), (h.DLT_ORIGINAL_TOPIC, b"o")]
+    )
     running = asyncio.create_task(progress.run(slow, [retry]))
     await asyncio.sleep(0)
     assert progress.oldest_unprocessed_age() == pytest.approx(2)

@@ -82,10 +82,14 @@ async def test_records_every_consumer_applied_are_duplicates_without_validation(
     assert sorted(prefilter.asked) == [(c, ["e1", "e2", "e3", "e4"]) for c in CONSUMERS]
 
 
+AIMED_AT_POINTS = (("dlt-original-topic", b"orders"), ("retry-consumer-group", b"points"))
+AIMED_AT_BILLING = (("dlt-original-topic", b"orders"), ("retry-consumer-group", b"billing"))
+
+
 async def test_a_retry_is_never_asked_about_and_always_reaches_the_database() -> None:
     records = Records()
-    retry = records.event("e1")._replace(headers=(("retry-consumer-group", b"points"),))
-    elsewhere = records.event("e2")._replace(headers=(("retry-consumer-group", b"billing"),))
+    retry = records.event("e1")._replace(headers=AIMED_AT_POINTS)
+    elsewhere = records.event("e2")._replace(headers=AIMED_AT_BILLING)
     main = records.event("e3")
     prefilter = KnownSet(
         ("points", "e1"), ("billing", "e2"), ("inventory", "e2"), *((c, "e3") for c in CONSUMERS)
@@ -100,7 +104,7 @@ async def test_a_retry_is_never_asked_about_and_always_reaches_the_database() ->
 
 def test_a_consumer_hands_a_known_retry_to_its_transaction() -> None:
     records = Records()
-    retry = decode(records.event("e1")._replace(headers=(("retry-consumer-group", b"points"),)))
+    retry = decode(records.event("e1")._replace(headers=AIMED_AT_POINTS))
     assert isinstance(retry, Decoded)
     main = events("e2")
 

@@ -173,7 +173,13 @@ def test_the_router_sends_a_first_failure_to_the_first_tier_with_its_clock() -> 
 def test_the_router_counts_the_attempts_the_headers_report(
     attempt_header: bytes, kind: Kind, topic: str, attempts: int
 ) -> None:
-    record = event_record((("retry-consumer-group", b"points"), ("retry-attempt", attempt_header)))
+    record = event_record(
+        (
+            ("dlt-original-topic", b"order-event-topic"),
+            ("retry-consumer-group", b"points"),
+            ("retry-attempt", attempt_header),
+        )
+    )
 
     routed = ROUTER.handler_failure(decoded(record), "points", failure(ValueError("x")))
 
