@@ -24,7 +24,13 @@ from app.errors import (
     UnsupportedVersionError,
 )
 from app.pipeline.outcomes import Kind, Outcome
-from app.pipeline.wire import AGGREGATE, LOOKED_ELSEWHERE, envelope_object, with_aggregate
+from app.pipeline.wire import (
+    AGGREGATE,
+    LOOKED_ELSEWHERE,
+    envelope_object,
+    readable_fields,
+    with_aggregate,
+)
 from app.records import RawRecord
 from app.settings import DEFAULT_AGGREGATE_TYPE
 from dlq.trip import Trip
@@ -265,12 +271,28 @@ def read(record: RawRecord, default_aggregate_type: str = DEFAULT_AGGREGATE_TYPE
     try:
         trip = Trip.of(record)
     except InvalidHeaderError as exc:
-        return Poison(record, exc, Trip.fresh(record))
+        return _unread(record, exc, Trip.fresh(record), default_aggregate_type)
     try:
         raw = envelope_object(record, default_aggregate_type)
     except PoisonError as exc:
-        return Poison(record, exc, trip)
+        if trip.skip and trip.consumer is not None:
+            # An operator's skip of it for that consumer: what can be read of it is enough
+            # (``validate`` takes its version, or says why it cannot).
+            return Read(record, readable_fields(record, default_aggregate_type), trip)
+        return _unread(record, exc, trip, default_aggregate_type)
     return Read(record, raw, trip)
+
+
+def _unread(
+    record: RawRecord, error: PoisonError, trip: Trip, default_aggregate_type: str
+) -> Poison:
+    """Poison found before its envelope was read (a header, the value's JSON, a key that is
+    no text), named by what can be read of it all the same (``Named``): its failure row,
+    DLT headers and ``trace`` name the event and the aggregate it holds, and an operator's
+    skip of it can take that version."""
+    named = _named(readable_fields(record, default_aggregate_type))
+    names = named.event_id or named.aggregate_id  # the default aggregate type says nothing
+    return Poison(record, error, trip, None, named.event_type, named if names else None)
 
 
 def validate(item: Read, payloads: Container[str] | None = None) -> Decoded | Poison:

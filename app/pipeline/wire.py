@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import orjson
 from pydantic_core import from_json
 
-from app.errors import InvalidSchemaError, UndecodableError
+from app.errors import InvalidSchemaError, PoisonError, UndecodableError
 from app.records import RawRecord
 from schemas.ids import id_text
 
@@ -108,6 +108,26 @@ def envelope_object(record: RawRecord, default_aggregate_type: str) -> dict[str,
 # A field a producer left empty: a JSON null, or "" (a Go struct's zero value without
 # ``omitempty``); the record's key or header, or the default, supplies it then.
 _ABSENT = (None, "")
+
+
+def readable_fields(record: RawRecord, default_aggregate_type: str) -> dict[str, Any]:
+    """What can be read of the envelope of a record that ``envelope_object`` (or its
+    headers) refused, so that its poison still names the event: the value's JSON object if
+    it holds one (else nothing of it), and each field the value lacks from a key or header
+    that is text (the default aggregate type at last). Never raises."""
+    try:
+        raw = _object(record.value)
+    except PoisonError:
+        raw = {}
+    for source in SOURCES:
+        if raw.get(source.field) in _ABSENT and raw.get(source.name) in _ABSENT:
+            try:
+                found = from_record(record, source, default_aggregate_type)
+            except PoisonError:
+                continue
+            if found is not None:
+                raw[source.field] = found
+    return raw
 
 
 def from_record(record: RawRecord, source: Source, default_aggregate_type: str) -> str | None:

@@ -3,7 +3,8 @@
 Contract: a record whose ``retry-*`` or ``dlt-*`` header cannot be read (a
 non-numeric ``retry-attempt``, a time that is not ISO-8601, a partition beyond
 what the tables store) goes to the DLT once as ``invalid-header``, with a
-message naming the header and its value; the batch goes on, the good events
+message naming the header and its value, and named by the eventId and aggregate its value
+says (``trace``, ``dlq list`` and a skip for a consumer find it); the batch goes on, the good events
 around it apply, and nothing raises (before, ``Trip.of`` raised and every
 owner of the partition crashed on the record). Reading a due time for a
 retry tier's wait never raises either.
@@ -59,11 +60,13 @@ async def test_a_malformed_framework_header_is_dead_lettered_once_and_the_batch_
 
     outcomes = await make_processor().process([before, bad, after])
 
-    assert [o.event_id for o in outcomes if o.kind is Kind.POISON] == [None]
+    # Named by what its value says all the same: trace, dlq list and a skip find it.
+    assert [o.event_id for o in outcomes if o.kind is Kind.POISON] == ["e2"]
     assert await db.effects("points") == ["e3"]
     [dead] = await outbox.records()
     headers = header_map(dead)
     assert headers["dlt-reason"] == "invalid-header"
+    assert (headers["dlt-event-id"], headers["dlt-aggregate-version"]) == ("e2", "2")
     assert name in headers["dlt-exception-message"]
     assert headers["dlt-original-offset"] == str(bad.offset)  # from where it is, not its header
     assert (dead.key, dead.value) == (bad.key, bad.value)

@@ -172,9 +172,13 @@ def test_a_failure_row_of_a_record_that_never_became_an_event() -> None:
     row = poison_row(raw)
 
     assert row["consumer_group"] == ""
+    # No event in it; its key names the aggregate, as it would an event's.
     assert [row[c] for c in ("event_id", "event_type", "aggregate_type", "aggregate_id")] == [
-        None
-    ] * 4
+        None,
+        None,
+        "ORDER",
+        "o-9",
+    ]
     assert row["aggregate_version"] is None
     assert row["record_value"] is None
     assert (row["reason"], row["status"], row["attempts"]) == ("undecodable", "dead", 1)
