@@ -124,6 +124,12 @@ aggregate_version = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
 
+MYSQL = ("mysql", "mariadb")
+
+# Larger than MySQL's TEXT and BLOB (64 KB): a Kafka record may reach 1 MB and more.
+LONG_TEXT = Text().with_variant(mysql.MEDIUMTEXT(), *MYSQL)
+LONG_BYTES = LargeBinary().with_variant(mysql.MEDIUMBLOB(), *MYSQL)
+
 parked_event = Table(
     "parked_event",
     metadata,
@@ -136,9 +142,9 @@ parked_event = Table(
     Column("topic", binary_id(TOPIC), nullable=False),
     Column("partition", Integer, nullable=False),
     Column("offset", BigInteger, nullable=False),
-    Column("record_key", LargeBinary, nullable=True),
-    Column("record_value", LargeBinary, nullable=False),
-    Column("record_headers", Text, nullable=False),
+    Column("record_key", LONG_BYTES, nullable=True),
+    Column("record_value", LONG_BYTES, nullable=False),
+    Column("record_headers", LONG_TEXT, nullable=False),
     Column("parked_at", DateTime(timezone=True), nullable=False),
     Index("ix_parked_event_aggregate", "aggregate_id", "aggregate_type", "consumer_group"),
 )
@@ -158,9 +164,9 @@ failed_event = Table(
     Column("reason", String(40), nullable=False),
     Column("exception_type", String(200), nullable=False),
     Column("exception_message", Text, nullable=False),
-    Column("record_key", LargeBinary, nullable=True),
-    Column("record_value", LargeBinary, nullable=True),
-    Column("record_headers", Text, nullable=False),
+    Column("record_key", LONG_BYTES, nullable=True),
+    Column("record_value", LONG_BYTES, nullable=True),
+    Column("record_headers", LONG_TEXT, nullable=False),
     Column("status", String(20), nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("first_failed_at", DateTime(timezone=True), nullable=False),
@@ -178,12 +184,6 @@ database_identity = Table(
 )
 
 
-MYSQL = ("mysql", "mariadb")
-
-
-# Larger than MySQL's TEXT and BLOB (64 KB): a Kafka record may reach 1 MB and more.
-LONG_TEXT = Text().with_variant(mysql.MEDIUMTEXT(), *MYSQL)
-LONG_BYTES = LargeBinary().with_variant(mysql.MEDIUMBLOB(), *MYSQL)
 # Microseconds on MySQL too (its DATETIME keeps whole seconds unless told): latency is measured.
 MOMENT = DateTime(timezone=True).with_variant(mysql.DATETIME(fsp=6), *MYSQL)
 

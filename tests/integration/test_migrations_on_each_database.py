@@ -79,6 +79,6 @@ async def test_workers_migrating_at_once_build_the_declared_schema(
             tables, diffs = await connection.run_sync(schema)
     finally:
         await engine.dispose()
-    assert versions == ["0007", "0003"]
+    assert versions == ["0008", "0003"]
     assert tables == EVERY_TABLE
     assert diffs == []

@@ -133,12 +133,12 @@ async def test_an_old_database_is_left_alone_without_the_examples_and_taken_over
         async with engine.connect() as conn:
             added = {"database_identity", "outbox_event"}
             assert (await conn.run_sync(schema))[0] == old_tables | added
-        assert await versions(engine) == {VERSION_TABLE: "0007"}
+        assert await versions(engine) == {VERSION_TABLE: "0008"}
         assert await rows(engine) == before
 
         await upgrade_to_head(url, ["handlers"])
 
-        assert await versions(engine) == {VERSION_TABLE: "0007", EXAMPLE_VERSION_TABLE: "0003"}
+        assert await versions(engine) == {VERSION_TABLE: "0008", EXAMPLE_VERSION_TABLE: "0003"}
         assert await rows(engine) == before
         async with engine.connect() as conn:
             tables, diffs = await conn.run_sync(schema)
@@ -200,7 +200,7 @@ async def test_a_notification_table_of_ones_own_is_never_touched(
         await upgrade_to_head(url)
 
         assert await mine() == (["id", "body"], [(1, "hello")])
-        assert await versions(engine) == {VERSION_TABLE: "0007"}
+        assert await versions(engine) == {VERSION_TABLE: "0008"}
 
         with pytest.raises(ConfigurationError, match=r"'notification'.*columns body, id"):
             await upgrade_to_head(url, ["handlers"])

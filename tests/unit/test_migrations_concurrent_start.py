@@ -48,7 +48,7 @@ async def test_processes_starting_at_once_all_migrate_successfully(tmp_path: Pat
 
     assert [p.returncode for p in processes] == [0] * PROCESSES, errors
     version, tables = await version_and_tables(url)
-    assert version == "0007"
+    assert version == "0008"
     assert {"consumed_event", "user_points", "notification"} <= tables
     assert (await version_and_tables(url, EXAMPLE_VERSION_TABLE))[0] == "0003"
 
@@ -58,7 +58,7 @@ async def test_upgrades_awaited_together_in_one_loop_all_succeed(tmp_path: Path)
 
     await asyncio.gather(*(upgrade_to_head(url, ["handlers"]) for url in urls))
 
-    assert [(await version_and_tables(url))[0] for url in urls] == ["0007"] * len(urls)
+    assert [(await version_and_tables(url))[0] for url in urls] == ["0008"] * len(urls)
 
 
 async def test_upgrade_at_head_changes_nothing(tmp_path: Path) -> None:
@@ -82,4 +82,4 @@ def test_sync_wrapper_migrates_without_a_running_loop(tmp_path: Path) -> None:
     upgrade_to_head_sync(url)
 
     version, _ = asyncio.run(version_and_tables(f"sqlite+aiosqlite:///{tmp_path / 'sync.db'}"))
-    assert version == "0007"
+    assert version == "0008"

@@ -83,7 +83,7 @@ def test_each_history_is_found_in_its_package_and_forms_one_line() -> None:
     assert histories(["handlers"]) == [FRAMEWORK, EXAMPLE]
     assert histories(["handlers", "handlers.points", "schemas"]) == [FRAMEWORK, EXAMPLE]
     lines = (
-        (FRAMEWORK, ["0007", "0006", "0005", "0004", "0003", "0002", "0001"]),
+        (FRAMEWORK, ["0008", "0007", "0006", "0005", "0004", "0003", "0002", "0001"]),
         (EXAMPLE, ["0003", "0002", "0001"]),
     )
     for history, line in lines:

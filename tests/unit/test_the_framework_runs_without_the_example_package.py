@@ -61,7 +61,7 @@ def test_migrate_builds_and_commands_work_without_the_examples(tmp_path: Path) -
         }
     assert tables == set(metadata.tables) | {TABLE, *versions}
     assert versions == {
-        "effectively_once_version": [("0007",)],
+        "effectively_once_version": [("0008",)],
         "effectively_once_version_shop": [("0001",)],
     }
 
