@@ -11,20 +11,35 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 USAGE_EXIT_CODE = 2
 PIPED_WIDTH = 220
+PLAIN: dict[str, Any] = {"highlight": False, "soft_wrap": True, "markup": False, "emoji": False}
+"""How the operator commands print: what they show (ids, keys, errors) is a producer's or a
+database's text, never rich markup or emoji codes (``x[/]y`` raised, ``:A:`` became an
+emoji); their own styles are ``Text`` styles."""
+
+
+def error_console() -> Console:
+    """The console a command prints its errors on (stderr, ``PLAIN``)."""
+    return Console(stderr=True, **PLAIN)
+
+
+def said(label: str, message: object, style: str = "bold red") -> Text:
+    """``label`` in ``style``, then ``message`` as it is (no markup read in it)."""
+    return Text.assemble((label, style), f" {message}")
 
 
 def output_console() -> Console:
     """The console a command prints its tables on: piped output is not cut to rich's 80
     columns (unless ``COLUMNS`` says so): ids are long, and read by grep and scripts."""
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
-    return Console(highlight=False, soft_wrap=True, width=None if wide else PIPED_WIDTH)
+    return Console(**PLAIN, width=None if wide else PIPED_WIDTH)
 
 
 def run(cli: typer.Typer, prog_name: str, args: list[str] | None = None) -> NoReturn:
@@ -38,10 +53,11 @@ def run(cli: typer.Typer, prog_name: str, args: list[str] | None = None) -> NoRe
     except typer.TyperException as exc:  # click's exceptions, as typer ships them
         code = getattr(exc, "exit_code", 1)
         message = " ".join(str(getattr(exc, "format_message", exc.__str__)()).split())
-        if code == USAGE_EXIT_CODE:  # a usage mistake: its context names the command
+        if message and code == USAGE_EXIT_CODE:  # a usage mistake: its context names the command
             ctx = getattr(exc, "ctx", None)
             where = ctx.command_path if ctx is not None else prog_name
             message = f"{message} (see {where} --help)"
-        print(f"{prog_name}: error: {message}", file=sys.stderr)
+        if message:  # none when click printed the help for a group given no command
+            print(f"{prog_name}: error: {message}", file=sys.stderr)
         raise SystemExit(code) from None
     raise SystemExit(returned if isinstance(returned, int) else 0)

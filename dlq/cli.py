@@ -21,9 +21,8 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 
-from app.cli_run import output_console, run
+from app.cli_run import error_console, output_console, run, said
 from app.errors import ConfigurationError
 from app.kafka_clients import KafkaClients
 from app.settings import Settings, describe
@@ -50,7 +49,7 @@ cli = typer.Typer(
     pretty_exceptions_enable=False,
 )
 out = output_console()
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = error_console()
 
 
 def _positions(values: list[str] | None) -> list[str]:
@@ -328,7 +327,7 @@ def _run(work: Coroutine[Any, Any, T], json: bool = False) -> T:
 
 
 def _fail(exc: CommandError) -> NoReturn:
-    err.print(f"[red]error:[/] {exc}" if exc.exit_code > 1 else str(exc))
+    err.print(said("error:", exc, "red") if exc.exit_code > 1 else str(exc))
     raise typer.Exit(exc.exit_code)
 
 

@@ -20,6 +20,7 @@ from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.cli_run import PLAIN, error_console, said
 from app.db.engine import create_engine
 from app.db.urls import missing_sqlite_file, normalise_database_url, shown
 from app.outbox import dead
@@ -37,8 +38,8 @@ outbox = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(**PLAIN)
+err = error_console()
 
 DatabaseUrl = Annotated[str | None, typer.Option(help="Database to read (default: DATABASE_URL).")]
 Json = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
@@ -172,7 +173,7 @@ def _ids(ids: Sequence[int]) -> str:
 
 
 def _fail(message: str) -> NoReturn:
-    err.print(f"[bold red]effectively-once outbox:[/] {message}")
+    err.print(said("effectively-once outbox:", message))
     raise typer.Exit(2)
 
 

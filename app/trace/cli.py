@@ -14,11 +14,10 @@ from typing import Annotated, Any
 import orjson
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.cli_run import output_console
+from app.cli_run import error_console, output_console, said
 from app.db.engine import create_engine
 from app.db.urls import missing_sqlite_file, normalise_database_url, shown
 from app.handler_modules import import_handler_modules
@@ -50,12 +49,12 @@ def trace(
     ] = None,
 ) -> None:
     """Show, consumer by consumer, whether an event was applied, parked, stale or failed."""
-    err = Console(stderr=True)
+    err = error_console()
     try:
         url = _database_url(database_url)
         found = asyncio.run(_trace(url, event_id))
     except TraceError as exc:
-        err.print(f"[bold red]effectively-once trace:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(said("effectively-once trace:", exc))
         raise typer.Exit(2) from None
     if as_json:
         typer.echo(orjson.dumps(_as_json(found), default=_json_default, option=orjson.OPT_INDENT_2))

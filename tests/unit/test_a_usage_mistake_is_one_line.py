@@ -77,3 +77,14 @@ def test_help_is_still_help() -> None:
 
     assert answer.returncode == 0, answer.stderr
     assert "Usage: python -m dlq" in answer.stdout
+
+
+@pytest.mark.parametrize("args", [("-m", "app"), ("-m", "app", "outbox"), ("-m", "dlq")])
+def test_a_group_given_no_command_prints_its_help_and_no_empty_error(
+    args: tuple[str, ...],
+) -> None:
+    answer = ran(*args)
+
+    assert answer.returncode == 2
+    assert "Usage:" in answer.stdout + answer.stderr
+    assert "error:" not in answer.stderr, answer.stderr
