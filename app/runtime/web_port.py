@@ -8,8 +8,9 @@ faust reads the worker command's options, so they are read here from the command
 with faust's own command (click), failing those from the environment as faust's
 settings read it (``WEB_PORT``, ``WEB_BIND``; faust's ``_env`` constants, its defaults,
 read only ``FAUST_``- and ``F_``-prefixed names), and the port is bound once, as
-faust's server will bind it (``SO_REUSEADDR``). Any other failure to bind is left to
-faust.
+faust's server will bind it (``SO_REUSEADDR``). A port that is no number from 1 to 65,535,
+or an address this host does not have, is said in one line too (faust ended in its
+traceback); any other failure to bind is left to faust.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any
 
 import click
 from faust.types._env import WEB_BIND, WEB_PORT
+
+MAX_PORT = 65_535
 
 
 def worker_options(argv: Sequence[str]) -> dict[str, Any] | None:
@@ -56,12 +59,19 @@ def taken_web_port(argv: Sequence[str] | None = None) -> str | None:
         return None
     port = options.get("web_port") or os.environ.get("WEB_PORT") or WEB_PORT
     bind = options.get("web_bind") or os.environ.get("WEB_BIND") or WEB_BIND
+    number = str(port).strip()
+    if not (number.isdecimal() and 1 <= int(number) <= MAX_PORT):
+        return f"WEB_PORT is {str(port)[:40]!r}, not a port number (1 to {MAX_PORT})"
     try:
         family, kind, proto, _, address = socket.getaddrinfo(bind, port, type=socket.SOCK_STREAM)[0]
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind(address)
+    except socket.gaierror as exc:
+        return f"WEB_BIND is {bind!r}, not an address of this host ({exc.strerror})"
     except OSError as exc:
+        if exc.errno == errno.EADDRNOTAVAIL:
+            return f"WEB_BIND is {bind!r}, not an address of this host ({exc.strerror})"
         if exc.errno != errno.EADDRINUSE:
             return None
         return (
