@@ -24,6 +24,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.conn import create_conn
 from aiokafka.errors import (
+    IllegalSaslStateError,
     KafkaConnectionError,
     SaslAuthenticationFailed,
     UnknownTopicOrPartitionError,
@@ -179,6 +180,13 @@ class KafkaClients:
                     if security.username
                     else "BROKER_SASL_OAUTH_TOKEN_PROVIDER"
                 )
+            )
+        if isinstance(exc, IllegalSaslStateError):
+            # The broker answers a SASL handshake on a listener without SASL so.
+            return True, (
+                f"this listener takes no SASL login ({security.protocol} asked for one): set "
+                "BROKER_SECURITY_PROTOCOL to the listener's (PLAINTEXT or SSL), or connect to "
+                "its SASL listener"
             )
         if isinstance(exc, UnsupportedSaslMechanismError):
             return True, (

@@ -4,7 +4,7 @@ Contract: with a wrong password (SCRAM-SHA-512 on SASL_SSL, PLAIN on SASL_PLAINT
 CA file that does not hold the broker's CA, a broker reached by an address its
 certificate does not name, a client certificate from a CA the broker does not trust, or
 TLS without the SASL login its listener asks for (it waited for ever, ``/ready`` calling
-the broker fine),
+the broker fine), or a SASL login asked of a listener without SASL (it waited for ever),
 ``python -m app relay``, ``python -m dlq list`` and the worker each end within their
 connect timeout with exit code 2 and one line that names what failed (the login, the
 certificate's trust or name, the client certificate), no traceback, no password. None
@@ -42,6 +42,9 @@ SAYS = {
     # TLS alone on a listener that asks for a SASL login: it closes at the first request.
     "ssl-on-a-sasl-listener": "it closed the connection at the first request, twice, as a "
     "listener that asks for a SASL login does",
+    # A SASL login asked of a listener without SASL: the broker answers IllegalSaslState.
+    "sasl-on-a-plaintext-listener": "this listener takes no SASL login (SASL_PLAINTEXT asked "
+    "for one)",
 }
 # Python's start, the settings, one refused connection: well inside the timeouts.
 WITHIN = max(CONNECT_TIMEOUT_SECONDS, START_TIMEOUT_SECONDS) + 5
@@ -80,6 +83,8 @@ def refusal(
     if name == "ssl-on-a-sasl-listener":
         tls = {k: v for k, v in secure_kafka.settings(SASL_SSL).items() if "_SASL_" not in k}
         return name, {**tls, "BROKER_SECURITY_PROTOCOL": "SSL"}
+    if name == "sasl-on-a-plaintext-listener":
+        return name, {**secure_kafka.settings(SASL_PLAINTEXT), "BROKER_URL": secure_kafka.url}
     if name == "hostname-mismatch":
         return name, {
             **secure_kafka.settings(SASL_SSL),
