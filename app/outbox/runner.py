@@ -15,11 +15,13 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
+from sqlalchemy import false, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
 from app.db.engine import create_engine, dispose, session_factory
 from app.db.error_code import error_code
+from app.db.tables import outbox_event
 from app.db.urls import shown
 from app.errors import BrokerDenied
 from app.kafka_clients import KafkaClients
@@ -234,6 +236,7 @@ class RelayRunner:
     async def _run(self) -> None:
         try:
             await self._connect()
+            await self._check_grants()
             await self.relay.run()
         except RelayStopped:
             pass
@@ -247,6 +250,21 @@ class RelayRunner:
                 log.error("the relay cannot run: %s", refused)
             else:
                 log.exception("the relay stopped on an error")
+
+    async def _check_grants(self) -> None:
+        """Ask the database once whether this login may update the outbox (an UPDATE of no
+        row, rolled back): a role with SELECT alone ran, ``/ready`` green, until its first
+        row's claim was refused. A refusal raises (one line, as at a claim); anything else
+        (the database out of reach, no table yet) is left to the cycles, which say it."""
+        statement = update(outbox_event).values(status=outbox_event.c.status).where(false())
+        try:
+            async with self.engine.connect() as conn:
+                await conn.execute(statement)
+                await conn.rollback()
+        except Exception as exc:
+            if privileges_refused(exc) is not None:
+                raise
+            log.debug("the start's check of the outbox's grants: %r", exc)
 
     def _fail(self, exc: BaseException) -> None:
         self.failure = exc

@@ -66,3 +66,33 @@ async def test_a_role_without_grants_is_named_and_one_with_them_publishes(
         await admin.execute(f"DROP OWNED BY {role}")
         await admin.execute(f"DROP ROLE {role}")
         await admin.close()
+
+
+async def test_a_role_that_may_read_but_not_update_is_named_before_any_row(
+    migrated_database: str, topic: OrderTopic, tmp_path: Path
+) -> None:
+    """With SELECT alone and an empty outbox it ran, ``/ready`` green, until its first row."""
+    url = make_url(migrated_database)
+    role = f"relay_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(
+        host=url.host, port=url.port or 5432, user=url.username, database=url.database
+    )
+    try:
+        await admin.execute(f"CREATE ROLE {role} LOGIN")
+        await admin.execute(f"GRANT SELECT ON outbox_event TO {role}")
+        as_role = url.set(username=role).render_as_string(hide_password=False)
+        relays = Relays(tmp_path / "relays")
+        try:
+            refused = relays.start(as_role, topic.stream.broker_url)
+            code = refused.exit_code(within=60)
+            log = refused.log()
+            assert code == 2, log
+            [line] = [text for text in log.splitlines() if "the relay cannot run" in text]
+            assert "permission denied" in line and "SELECT and UPDATE on outbox_event" in line
+            assert "Traceback" not in log, log
+        finally:
+            relays.kill_all()
+    finally:
+        await admin.execute(f"DROP OWNED BY {role}")
+        await admin.execute(f"DROP ROLE {role}")
+        await admin.close()
