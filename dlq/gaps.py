@@ -137,6 +137,11 @@ async def release(
     """Print the versions ``consumer`` waits for before its parked events of ``aggregate``;
     with ``execute``, publish a skip record for each."""
     async with failure_store(database_url) as store:
+        if await store.unknown_consumers([consumer]):
+            raise CommandError(
+                f"--consumer {consumer!r}: no consumer of that name ever took a version, "
+                "applied or failed an event in this database (mistyped?)"
+            )
         gap = await find_gap(store.engine, consumer, *aggregate)
         async with store.engine.connect() as conn:
             failed = await open_failures(conn, consumer, *aggregate, gap.missing)

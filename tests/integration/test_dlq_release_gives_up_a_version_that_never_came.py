@@ -6,7 +6,8 @@ while 2 is missing. ``release --consumer C --aggregate <type>:<id>`` names the g
 with ``--execute`` it publishes one skip record for version 2 to the parked event's
 partition: the consumer takes version 2 without a handler and applies the parked 3,
 once. Released again, nothing waits: exit code 1, nothing published. A skip record the
-broker does not take (the parked event's partition is gone) is one line, exit code 2.
+broker does not take (the parked event's partition is gone) is one line, exit code 2, and
+so is a consumer no row of the database knows (a mistyped name).
 """
 
 from __future__ import annotations
@@ -134,3 +135,15 @@ async def test_a_skip_record_the_broker_does_not_take_is_one_line(
         in ran.err
     ), ran.err
     assert "Traceback" not in ran.err
+
+
+async def test_a_consumer_nobody_knows_is_named_as_mistyped(
+    topic: OrderTopic, migrated_database: str
+) -> None:
+    """It said "nope has no parked event", as of a consumer with nothing to release."""
+    ran = await DlqCommand(topic.stream, migrated_database)(
+        "release", "--consumer", "nope", "--aggregate", "Order:o-1"
+    )
+    assert ran.code == 2, ran.out + ran.err
+    assert "--consumer 'nope': no consumer of that name" in ran.err
+    assert "mistyped?" in ran.err
