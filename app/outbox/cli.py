@@ -118,16 +118,48 @@ def requeue(
             chosen = [row["id"] for row in await dead.list_rows(conn, topic=topic)]
         present = await dead.existing(conn, chosen)
         if not execute:
-            dead_ids = {row["id"] for row in await dead.list_rows(conn)}
+            dead_ids = await dead.in_status(conn, chosen, OutboxStatus.DEAD)
             return chosen, [row_id for row_id in chosen if row_id in dead_ids], present
         return chosen, await dead.requeue(conn, chosen), present
 
     chosen, done, present = _run(database_url, act, write=True)
     verb = "re-queued" if execute else "would re-queue"
+    _report(verb, chosen, done, present, "not DEAD", execute)
+
+
+@outbox.command(name="give-up")
+def give_up(
+    row_ids: Annotated[list[int], typer.Argument(help="Ids of PENDING rows.", show_default=False)],
+    why: Annotated[str, typer.Option("--why", help="Why they will never go (kept in last_error).")],
+    execute: Annotated[bool, typer.Option("--execute", help="Act (default: a dry run).")] = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Mark PENDING rows DEAD now (a row that will never go holds its aggregate's later rows
+    through all its attempts); requeue undoes it."""
+    if not why.strip():
+        raise typer.BadParameter("say why they will never go", param_hint="--why")
+
+    async def act(conn: AsyncConnection) -> tuple[list[int], set[int]]:
+        present = await dead.existing(conn, row_ids)
+        if not execute:
+            pending = await dead.in_status(conn, row_ids, OutboxStatus.PENDING)
+            return [row_id for row_id in row_ids if row_id in pending], present
+        return await dead.give_up(conn, row_ids, why.strip()), present
+
+    done, present = _run(database_url, act, write=True)
+    verb = "gave up" if execute else "would give up"
+    _report(verb, row_ids, done, present, "not PENDING: a relay holds it, or it went", execute)
+
+
+def _report(
+    verb: str, chosen: list[int], done: list[int], present: set[int], other: str, execute: bool
+) -> None:
+    """What a write did (or would do) to ``chosen``: ``done``, the rows left alone (in
+    ``other`` status), the ids that are no row; exit code 1 when it did nothing."""
     out.print(f"{verb} {len(done)} of {len(chosen)} row(s): {_ids(done)}")
-    skipped = sorted(present - set(done))
-    if skipped:
-        out.print(f"left alone (not DEAD): {_ids(skipped)}")
+    left = sorted(present - set(done))
+    if left:
+        out.print(f"left alone ({other}): {_ids(left)}")
     missing = sorted(set(chosen) - present)
     if missing:
         err.print(f"no outbox row {_ids(missing)}")

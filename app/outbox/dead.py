@@ -1,10 +1,13 @@
-"""Reads and the one write behind ``python -m app outbox``: list, show and re-queue rows.
+"""Reads and the two writes behind ``python -m app outbox``: list, show, re-queue and give up.
 
 A ``DEAD`` row failed ``RELAY_MAX_ATTEMPTS`` publishes; its ``last_error`` says why.
 Re-queuing puts it back to ``PENDING`` with its attempts counted afresh, once the
 cause is fixed (the topic created, the payload corrected). Only ``DEAD`` rows are
 re-queued: a row a relay holds or already published is left alone. A re-queued row
 is published after the later rows of its aggregate that shipped while it was dead.
+Giving up is the other way: a ``PENDING`` row an operator knows will never go (its topic
+removed for good, a payload no consumer must see) goes ``DEAD`` at once, rather than
+after its attempts, and the later rows of its aggregate, which wait for it, go.
 """
 
 from __future__ import annotations
@@ -53,37 +56,72 @@ async def one_row(
 
 async def existing(conn: AsyncConnection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are rows of the outbox."""
+    return await in_status(conn, ids, None)
+
+
+async def in_status(
+    conn: AsyncConnection, ids: Sequence[int], status: OutboxStatus | None
+) -> set[int]:
+    """Which of ``ids`` are rows of the outbox in ``status`` (``None``: in any)."""
     dialect = conn.dialect.name
     found: set[int] = set()
     for chunk in in_lists(ids, list_size(dialect)):
-        rows = await conn.execute(select(t.c.id).where(one_of(dialect, t.c.id, chunk)))
-        found.update(row_id for (row_id,) in rows)
+        query = select(t.c.id).where(one_of(dialect, t.c.id, chunk))
+        if status is not None:
+            query = query.where(t.c.status == status.value)
+        found.update(row_id for (row_id,) in await conn.execute(query))
     return found
 
 
 async def requeue(conn: AsyncConnection, ids: Sequence[int]) -> list[int]:
-    """Put the ``DEAD`` rows among ``ids`` back to ``PENDING``, attempts afresh; which ones.
-    Any number of them: a lookup of ``list_size`` ids at a time (a driver takes some
-    tens of thousands of parameters in one statement at most)."""
+    """Put the ``DEAD`` rows among ``ids`` back to ``PENDING``, attempts afresh; which ones."""
+    return await _move(
+        conn,
+        ids,
+        OutboxStatus.DEAD,
+        status=OutboxStatus.PENDING.value,
+        retry_count=0,
+        next_retry_at=None,
+        lease_owner=None,
+        lease_expires_at=None,
+    )
+
+
+async def give_up(conn: AsyncConnection, ids: Sequence[int], why: str) -> list[int]:
+    """Mark the ``PENDING`` rows among ``ids`` ``DEAD``, ``last_error`` saying an operator
+    gave them up and why; which ones. The later rows of their aggregates then go."""
+    return await _move(
+        conn,
+        ids,
+        OutboxStatus.PENDING,
+        status=OutboxStatus.DEAD.value,
+        next_retry_at=None,
+        last_error=f"{GIVEN_UP}: {why}",
+    )
+
+
+GIVEN_UP = "given up by an operator (python -m app outbox give-up)"
+
+
+async def _move(
+    conn: AsyncConnection, ids: Sequence[int], source: OutboxStatus, **values: Any
+) -> list[int]:
+    """Set ``values`` on the rows among ``ids`` in ``source``; which ones. Any number of
+    them: a lookup of ``list_size`` ids at a time (a driver takes some tens of thousands of
+    parameters in one statement at most). Each is locked first, so that a row a relay
+    claims meanwhile (no longer in ``source``) is neither changed nor counted."""
     dialect = conn.dialect.name
-    requeued: list[int] = []
+    moved: list[int] = []
     for chunk in in_lists(ids, list_size(dialect)):
-        dead = select(t.c.id).where(
-            one_of(dialect, t.c.id, chunk), t.c.status == OutboxStatus.DEAD.value
-        )
-        found = [row_id for (row_id,) in await conn.execute(dead)]
+        query = select(t.c.id).where(one_of(dialect, t.c.id, chunk), t.c.status == source.value)
+        if dialect != "sqlite":
+            query = query.with_for_update()
+        found = [row_id for (row_id,) in await conn.execute(query)]
         if found:
             await conn.execute(
                 update(t)
-                .where(one_of(dialect, t.c.id, found), t.c.status == OutboxStatus.DEAD.value)
-                .values(
-                    status=OutboxStatus.PENDING.value,
-                    retry_count=0,
-                    next_retry_at=None,
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    updated_at=datetime.now(UTC),
-                )
+                .where(one_of(dialect, t.c.id, found), t.c.status == source.value)
+                .values(**values, updated_at=datetime.now(UTC))
             )
-        requeued += found
-    return requeued
+        moved += found
+    return moved
