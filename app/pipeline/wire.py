@@ -93,21 +93,7 @@ def envelope_object(record: RawRecord, default_aggregate_type: str) -> dict[str,
     """The envelope ``record`` carries, as a JSON object with what its value lacks taken
     from the record. Raises ``UndecodableError`` when the value holds no JSON object,
     ``InvalidSchemaError`` when a field it lacks is in a key or header that is no text."""
-    raw = _object(record.value)
-    for source in SOURCES:
-        if raw.get(source.field) in _ABSENT:
-            # Under its snake_case name, else from the record: the one name every reader uses.
-            found = raw.pop(source.name, None)
-            if found in _ABSENT:
-                found = from_record(record, source, default_aggregate_type)
-            if found is not None:
-                raw[source.field] = found
-    return raw
-
-
-# A field a producer left empty: a JSON null, or "" (a Go struct's zero value without
-# ``omitempty``); the record's key or header, or the default, supplies it then.
-_ABSENT = (None, "")
+    return _completed(_object(record.value), record, default_aggregate_type, strict=True)
 
 
 def readable_fields(record: RawRecord, default_aggregate_type: str) -> dict[str, Any]:
@@ -119,15 +105,34 @@ def readable_fields(record: RawRecord, default_aggregate_type: str) -> dict[str,
         raw = _object(record.value)
     except PoisonError:
         raw = {}
+    return _completed(raw, record, default_aggregate_type, strict=False)
+
+
+def _completed(
+    raw: dict[str, Any], record: RawRecord, default_aggregate_type: str, strict: bool
+) -> dict[str, Any]:
+    """``raw`` with each field of ``SOURCES`` it lacks under its camelCase name taken from
+    its snake_case name, else from the record (the one name every reader uses). A key or
+    header that is no text raises ``InvalidSchemaError`` when ``strict``, else leaves the
+    field out."""
     for source in SOURCES:
-        if raw.get(source.field) in _ABSENT and raw.get(source.name) in _ABSENT:
-            try:
-                found = from_record(record, source, default_aggregate_type)
-            except PoisonError:
-                continue
+        if raw.get(source.field) in _ABSENT:
+            found = raw.pop(source.name, None)
+            if found in _ABSENT:
+                try:
+                    found = from_record(record, source, default_aggregate_type)
+                except PoisonError:
+                    if strict:
+                        raise
+                    found = None
             if found is not None:
                 raw[source.field] = found
     return raw
+
+
+# A field a producer left empty: a JSON null, or "" (a Go struct's zero value without
+# ``omitempty``); the record's key or header, or the default, supplies it then.
+_ABSENT = (None, "")
 
 
 def from_record(record: RawRecord, source: Source, default_aggregate_type: str) -> str | None:
