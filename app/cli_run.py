@@ -30,7 +30,7 @@ def error_console() -> Console:
     return Console(stderr=True, **PLAIN)
 
 
-def said(label: str, message: object, style: str = "bold red") -> Text:
+def labelled(label: str, message: object, style: str = "bold red") -> Text:
     """``label`` in ``style``, then ``message`` as it is (no markup read in it)."""
     return Text.assemble((label, style), f" {message}")
 

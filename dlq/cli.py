@@ -22,7 +22,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from pydantic import ValidationError
 
-from app.cli_run import error_console, output_console, run, said
+from app.cli_run import error_console, labelled, output_console, run
 from app.errors import ConfigurationError
 from app.kafka_clients import KafkaClients
 from app.settings import Settings, describe
@@ -327,7 +327,7 @@ def _run(work: Coroutine[Any, Any, T], json: bool = False) -> T:
 
 
 def _fail(exc: CommandError) -> NoReturn:
-    err.print(said("error:", exc, "red") if exc.exit_code > 1 else str(exc))
+    err.print(labelled("error:", exc, "red") if exc.exit_code > 1 else str(exc))
     raise typer.Exit(exc.exit_code)
 
 

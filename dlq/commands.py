@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from aiokafka.errors import KafkaError, TopicAuthorizationFailedError
 from rich.console import Console
 
-from app.cli_run import said
+from app.cli_run import labelled
 from app.kafka_clients import KafkaClients
 from app.records import RawRecord
 from dlq import render
@@ -251,7 +251,7 @@ def _reporter(action: Action, out: Console) -> Report:
         dead = entry.dead
         who = f"{dead.event_id or 'poison'} for {entry.consumer or 'every consumer'}"
         if sent is None:
-            out.print(said("error", f"{dead.position} ({who}): {error}", "red"))
+            out.print(labelled("error", f"{dead.position} ({who}): {error}", "red"))
         else:
             where = f"{dead.original_topic}[{sent[0]}]@{sent[1]}"
             status = entry.state.status
@@ -270,7 +270,7 @@ def _settled_reporter(out: Console) -> Report:
     def report(entry: Entry, sent: tuple[int, int] | None, error: str | None) -> None:
         position = entry.dead.position
         if error is not None:
-            out.print(said("error", f"{position} (poison): {error}", "red"))
+            out.print(labelled("error", f"{position} (poison): {error}", "red"))
         else:
             out.print(f"skipped {position} (poison): nothing published, its row marked skipped")
 

@@ -20,7 +20,7 @@ from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.cli_run import PLAIN, error_console, said
+from app.cli_run import PLAIN, error_console, labelled
 from app.db.engine import create_engine
 from app.db.urls import missing_sqlite_file, normalise_database_url, shown
 from app.outbox import dead
@@ -205,7 +205,7 @@ def _ids(ids: Sequence[int]) -> str:
 
 
 def _fail(message: str) -> NoReturn:
-    err.print(said("effectively-once outbox:", message))
+    err.print(labelled("effectively-once outbox:", message))
     raise typer.Exit(2)
 
 

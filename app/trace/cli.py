@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.cli_run import error_console, output_console, said
+from app.cli_run import error_console, labelled, output_console
 from app.db.engine import create_engine
 from app.db.urls import missing_sqlite_file, normalise_database_url, shown
 from app.handler_modules import import_handler_modules
@@ -54,7 +54,7 @@ def trace(
         url = _database_url(database_url)
         found = asyncio.run(_trace(url, event_id))
     except TraceError as exc:
-        err.print(said("effectively-once trace:", exc))
+        err.print(labelled("effectively-once trace:", exc))
         raise typer.Exit(2) from None
     if as_json:
         typer.echo(orjson.dumps(_as_json(found), default=_json_default, option=orjson.OPT_INDENT_2))

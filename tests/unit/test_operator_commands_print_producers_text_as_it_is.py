@@ -17,7 +17,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from app.__main__ import build_cli
-from app.cli_run import PLAIN, said
+from app.cli_run import PLAIN, labelled
 from app.db.migrate import upgrade_to_head
 
 ODD = ["x[/]y", "[bold]hidden", "Invoice:A:B"]
@@ -28,7 +28,7 @@ def test_the_consoles_print_markup_and_emoji_codes_literally() -> None:
     console = Console(file=text, width=200, **PLAIN)
     for odd in ODD:
         console.print(odd)
-        console.print(said("error:", odd))
+        console.print(labelled("error:", odd))
     assert text.getvalue().splitlines() == [line for odd in ODD for line in (odd, f"error: {odd}")]
 
 
