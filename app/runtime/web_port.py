@@ -67,10 +67,8 @@ def taken_web_port(argv: Sequence[str] | None = None) -> str | None:
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind(address)
-    except socket.gaierror as exc:
-        return f"WEB_BIND is {bind!r}, not an address of this host ({exc.strerror})"
     except OSError as exc:
-        if exc.errno == errno.EADDRNOTAVAIL:
+        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
             return f"WEB_BIND is {bind!r}, not an address of this host ({exc.strerror})"
         if exc.errno != errno.EADDRINUSE:
             return None
