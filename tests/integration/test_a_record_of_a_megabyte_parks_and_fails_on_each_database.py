@@ -17,18 +17,15 @@ from sqlalchemy import select
 
 from app import PermanentError
 from app.context import HandlerContext
-from app.db.engine import create_engine, session_factory
+from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
 from app.db.tables import failed_event, parked_event
 from app.pipeline.outcomes import Kind
-from app.pipeline.processor import BatchProcessor
-from app.pipeline.route import FailureRouter
 from app.registry import Registry, handler
-from dlq.policy import RetryPolicy
 from schemas.envelope import Event
 from tests.integration.support.databases import BACKENDS
-from tests.pipeline.events import TOPIC, Records
-from tests.pipeline.support import test_metadata, write_effect
+from tests.pipeline.events import Records
+from tests.pipeline.support import sequential_processor, test_metadata, write_effect
 
 pytestmark = pytest.mark.integration
 
@@ -54,12 +51,7 @@ async def test_a_megabyte_record_parks_and_is_dead_lettered_whole(
                 raise PermanentError("refused on purpose")
             await write_effect(event, ctx)
 
-        processor = BatchProcessor(
-            session_factory(engine),
-            registry,
-            FailureRouter(RetryPolicy(TOPIC, (1.0, 5.0))),
-            concurrent_consumers=False,
-        )
+        processor = sequential_processor(engine, registry)
         ahead = records.event("ahead", aggregate_id="o-1", version=2, pad=PAD)
         refused = records.event("refused", aggregate_id="o-2", version=1, pad=PAD)
 

@@ -20,17 +20,19 @@ from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.context import HandlerContext
-from app.db.engine import session_factory
 from app.pipeline.outcomes import Kind
-from app.pipeline.processor import BatchProcessor
-from app.pipeline.route import FailureRouter
 from app.registry import Registry, handler
-from dlq.policy import RetryPolicy
 from dlq.topics import dlt_topic
 from schemas.envelope import Event
 from tests.integration.support.databases import BACKENDS
 from tests.pipeline.events import TOPIC, Records
-from tests.pipeline.support import Outbox, effect, header_map, write_effect
+from tests.pipeline.support import (
+    Outbox,
+    effect,
+    header_map,
+    sequential_processor,
+    write_effect,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -85,12 +87,7 @@ async def test_a_refused_value_is_dead_lettered_on_its_first_failure(
         else:
             await write_effect(event, ctx)
 
-    processor = BatchProcessor(
-        session_factory(engine),
-        registry,
-        FailureRouter(RetryPolicy(TOPIC, (1.0, 5.0))),
-        concurrent_consumers=False,
-    )
+    processor = sequential_processor(engine, registry)
     batch = [
         records.event("first", aggregate_id="o-1", version=1),
         records.event("bad", aggregate_id="o-2", version=1),

@@ -24,19 +24,17 @@ from sqlalchemy import Connection, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.context import HandlerContext
-from app.db.engine import create_engine, session_factory
+from app.db.engine import create_engine
 from app.db.migrate import alembic_config, migration_lock, upgrade_to_head
 from app.db.tables import aggregate_version, consumed_event
 from app.metrics import REGISTRY
 from app.pipeline.outcomes import Kind
 from app.pipeline.pause import Backoff
 from app.pipeline.processor import BatchProcessor
-from app.pipeline.route import FailureRouter
 from app.registry import Registry, handler
-from dlq.policy import RetryPolicy
 from schemas.envelope import Event
-from tests.pipeline.events import TOPIC, Records
-from tests.pipeline.support import Db, kinds, write_effect
+from tests.pipeline.events import Records
+from tests.pipeline.support import Db, kinds, sequential_processor, write_effect
 
 pytestmark = pytest.mark.integration
 
@@ -64,12 +62,8 @@ def backend() -> str:
 
 
 def processor_over(engine: AsyncEngine, registry: Registry) -> BatchProcessor:
-    return BatchProcessor(
-        session_factory(engine),
-        registry,
-        FailureRouter(RetryPolicy(TOPIC, (1.0,))),
-        backoff=Backoff(initial=0.001, maximum=0.001, jitter=0.0),
-        concurrent_consumers=False,
+    return sequential_processor(
+        engine, registry, (1.0,), backoff=Backoff(initial=0.001, maximum=0.001, jitter=0.0)
     )
 
 

@@ -27,17 +27,14 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.context import HandlerContext
-from app.db.engine import session_factory
 from app.metrics import REGISTRY
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.processor import BatchProcessor
-from app.pipeline.route import FailureRouter
 from app.records import RawRecord
 from app.registry import Registry, handler
-from dlq.policy import RetryPolicy
 from schemas.envelope import Event
-from tests.pipeline.events import TOPIC, Records
-from tests.pipeline.support import Db, write_effect
+from tests.pipeline.events import Records
+from tests.pipeline.support import Db, sequential_processor, write_effect
 
 pytestmark = pytest.mark.integration
 
@@ -69,12 +66,7 @@ def points_consumer(registry: Registry, stall: Stall) -> None:
 
 
 def processor(engine: AsyncEngine, registry: Registry) -> BatchProcessor:
-    return BatchProcessor(
-        session_factory(engine),
-        registry,
-        FailureRouter(RetryPolicy(TOPIC, (1.0,))),
-        concurrent_consumers=False,
-    )
+    return sequential_processor(engine, registry, (1.0,))
 
 
 async def race(

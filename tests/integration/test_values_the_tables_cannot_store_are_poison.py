@@ -43,6 +43,7 @@ from tests.pipeline.support import (
     Db,
     Outbox,
     header_map,
+    sequential_processor,
     write_effect,
 )
 
@@ -109,13 +110,7 @@ async def test_an_unstorable_value_is_dead_lettered_and_the_batch_applies(
 
 
 def _processor(engine: AsyncEngine, registry: Registry) -> BatchProcessor:
-    return BatchProcessor(
-        session_factory(engine),
-        registry,
-        FailureRouter(RetryPolicy(TOPIC, ())),
-        backoff=NoPause(),
-        concurrent_consumers=False,
-    )
+    return sequential_processor(engine, registry, (), backoff=NoPause())
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -19,14 +19,18 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.context import HandlerContext
 from app.db import tables
+from app.db.engine import session_factory
 from app.db.tables import outbox_event
 from app.metrics import REGISTRY
 from app.outbox.message import Message, message_of
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.processor import RERUN_CONFLICT, BatchProcessor
+from app.pipeline.route import FailureRouter
 from app.records import RawRecord
 from app.testing import NOW as TESTING_NOW
 from app.testing import FrozenClock as TestingClock
+from dlq.policy import RetryPolicy
+from tests.pipeline.events import TOPIC
 
 MakeProcessor = Callable[..., BatchProcessor]
 
@@ -41,6 +45,21 @@ effect = Table(
     Column("aggregate_id", String(128), nullable=False),
     Column("aggregate_version", Integer, nullable=True),
 )
+
+
+def sequential_processor(
+    engine: AsyncEngine, registry: Any, delays: Sequence[float] = (1.0, 5.0), **options: Any
+) -> BatchProcessor:
+    """A processor of ``registry``'s consumers over ``engine``, one consumer after another,
+    failures routed through retry tiers of ``delays`` seconds on ``TOPIC``; ``options`` as
+    ``BatchProcessor`` takes them (``backoff``...)."""
+    return BatchProcessor(
+        session_factory(engine),
+        registry,
+        FailureRouter(RetryPolicy(TOPIC, tuple(delays))),
+        concurrent_consumers=False,
+        **options,
+    )
 
 
 async def write_effect(event: Any, ctx: HandlerContext) -> None:
