@@ -36,11 +36,15 @@ def when(moment: datetime | None) -> str:
 
 
 def aggregate(dead: DeadLetter) -> str:
-    """``id@version`` (``id`` if unversioned, ``-`` if unknown, as for poison)."""
+    """``type:id@version``, as ``release --aggregate`` takes it (``type:id`` if unversioned,
+    ``id`` without a type, ``-`` if unknown, as for poison)."""
     if dead.aggregate_id is None:
         return "-"
+    named = (
+        f"{dead.aggregate_type}:{dead.aggregate_id}" if dead.aggregate_type else dead.aggregate_id
+    )
     version = dead.aggregate_version
-    return dead.aggregate_id if version is None else f"{dead.aggregate_id}@{version}"
+    return named if version is None else f"{named}@{version}"
 
 
 def table(entries: Sequence[Entry], title: str | None = None) -> Table:

@@ -1,13 +1,13 @@
 """``list`` and ``show`` render what an operator needs, in full.
 
-Contract: the table has one row per record naming its DLT ``p:o`` (what
-``show`` takes), event id, type, aggregate (``id@version``), consumer (or
-``(poison)``), reason, attempts, last failure (UTC) and status, and marks
-older copies of a failure; a plan that acts on poison for named consumers has a
-``for`` column naming the consumer of each of its rows (no copies of each
-other); ``--json`` rows carry every parsed header, the status and decision, and
-``older_copy``; ``show`` prints every header and the payload, pretty when it is
-JSON, else the ``repr`` of its bytes.
+Contract: the table has one row per record naming its DLT ``p:o`` (what ``show`` takes),
+event id, type, aggregate (``type:id@version``, as ``release --aggregate`` takes it),
+consumer (or ``(poison)``), reason, attempts, last failure (UTC) and status, and marks
+older copies of a failure; a plan that acts on poison for named consumers has a ``for``
+column naming the consumer of each of its rows (no copies of each other); ``--json``
+rows carry every parsed header, the status and decision, and ``older_copy``; ``show``
+prints every header and the payload, pretty when it is JSON, else the ``repr`` of its
+bytes.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_the_table_names_each_record_by_its_dlt_position() -> None:
         "1:4",
         "e-42",
         "OrderPaid",
-        "order-9@3",
+        "Order:order-9@3",
         "points-service",
         "retries-exhausted",
         "3",
