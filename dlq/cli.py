@@ -31,7 +31,7 @@ from dlq.actions import Action
 from dlq.commands import Decision, Target, act, list_entries, one_entry
 from dlq.dead import FailureStatus
 from dlq.errors import CommandError, NothingMatched
-from dlq.gaps import release
+from dlq.gaps import Release, release
 from dlq.policy import DeadReason
 from dlq.selection import Selection, parse_moment, parse_position
 from dlq.topics import DLT_SUFFIX, dlt_topic
@@ -130,6 +130,9 @@ Rate = Annotated[float | None, typer.Option(min=0.01, help="At most this many re
 By = Annotated[str | None, typer.Option(help="Who decides (default: $USER).")]
 Why = Annotated[
     str | None, typer.Option("--why", "--reason-note", help="Why (kept as decision_note).")
+]
+ReleaseWhy = Annotated[
+    str | None, typer.Option("--why", help="Why (in each skip record's data, with who).")
 ]
 ForConsumer = Annotated[
     list[str] | None,
@@ -246,17 +249,26 @@ def release_(
         typer.Option(help="The aggregate, as <aggregateType>:<aggregateId>.", show_default=False),
     ],
     execute: Execute = False,
+    by: By = None,
+    why: ReleaseWhy = None,
 ) -> None:
     """Give up the versions a consumer's parked events wait for, which never came.
 
     Each missing version goes as a skip record to the parked events' partition: the
     consumer takes it without running a handler, and its parked events then apply in
-    order. Without --execute, only says which versions it would give up."""
+    order; each says who gave it up and why (its data's givenUpBy and why). Without
+    --execute, only says which versions it would give up."""
     agg_type, colon, agg_id = aggregate.partition(":")
     if not (colon and agg_type and agg_id):
         raise typer.BadParameter("name the aggregate as <aggregateType>:<aggregateId>")
     target = _target(None, RELEASE_TIMEOUT_SECONDS)
-    _run(release(target.clients, target.database_url, consumer, (agg_type, agg_id), execute, out))
+    decision = Release(_by(by), why)
+    aggregate_named = (agg_type, agg_id)
+    _run(
+        release(
+            target.clients, target.database_url, consumer, aggregate_named, execute, out, decision
+        )
+    )
 
 
 def _selection(

@@ -100,8 +100,21 @@ async def find_gap(
     return Gap(consumer, aggregate_type, aggregate_id, last, version, parked, topic, partition, key)
 
 
-def skip_record(gap: Gap, version: int, now: datetime) -> OutRecord:
-    """The record that makes ``gap.consumer`` take ``version`` without a handler."""
+@dataclass(frozen=True, slots=True)
+class Release:
+    """Who gives the versions up, and why: carried in each skip record's ``data``."""
+
+    by: str
+    why: str | None = None
+
+    def data(self) -> dict[str, str]:
+        """``{"givenUpBy": ..., "why": ...}`` (``why`` only when given)."""
+        return {"givenUpBy": self.by, **({"why": self.why} if self.why else {})}
+
+
+def skip_record(gap: Gap, version: int, now: datetime, release: Release) -> OutRecord:
+    """The record that makes ``gap.consumer`` take ``version`` without a handler; its
+    ``data`` says who gave the version up, and why."""
     event_id = uuid.uuid5(
         _IDS, "\0".join((gap.consumer, gap.aggregate_type, gap.aggregate_id, str(version)))
     )
@@ -113,7 +126,7 @@ def skip_record(gap: Gap, version: int, now: datetime) -> OutRecord:
         "aggregateId": gap.aggregate_id,
         "aggregateVersion": version,
         "occurredAt": now.isoformat(),
-        "data": {},
+        "data": release.data(),
     }
     headers = (
         # Where it goes, as every record aimed at one consumer says (``Trip.of`` takes a
@@ -133,9 +146,10 @@ async def release(
     aggregate: tuple[str, str],
     execute: bool,
     out: Console,
+    decision: Release,
 ) -> None:
     """Print the versions ``consumer`` waits for before its parked events of ``aggregate``;
-    with ``execute``, publish a skip record for each."""
+    with ``execute``, publish a skip record for each (saying ``decision``'s who and why)."""
     async with failure_store(database_url) as store:
         if await store.unknown_consumers([consumer]):
             raise CommandError(
@@ -171,7 +185,8 @@ async def release(
     async with replayer(clients) as sender:
         for version in gap.missing:
             try:
-                partition, offset = await sender.send(skip_record(gap, version, now), gap.partition)
+                record = skip_record(gap, version, now, decision)
+                partition, offset = await sender.send(record, gap.partition)
             except Exception as exc:  # the broker's refusal, or a partition it no longer has
                 done = ", ".join(given_up) or "none"
                 raise CommandError(
@@ -180,4 +195,8 @@ async def release(
                 ) from exc
             given_up.append(str(version))
             out.print(f"version {version}: skip record published at {partition}:{offset}")
-    out.print(f"gave up version(s) {versions}: {consumer} takes them and applies its parked events")
+    why = f" ({decision.why})" if decision.why else ""
+    out.print(
+        f"gave up version(s) {versions} as {decision.by}{why}: {consumer} takes them and "
+        "applies its parked events"
+    )

@@ -1,13 +1,14 @@
 """`python -m dlq release` gives up a version that never came; the parked successors apply.
 
 Contract: a consumer that took version 1 of an aggregate and then version 3 parks 3
-while 2 is missing. ``release --consumer C --aggregate <type>:<id>`` names the gap
-(last applied 1, parked from 3) and the version it would give up, changing nothing;
-with ``--execute`` it publishes one skip record for version 2 to the parked event's
-partition: the consumer takes version 2 without a handler and applies the parked 3,
-once. Released again, nothing waits: exit code 1, nothing published. A skip record the
-broker does not take (the parked event's partition is gone) is one line, exit code 2, and
-so is a consumer no row of the database knows (a mistyped name).
+while 2 is missing. ``release --consumer C --aggregate <type>:<id>`` names the gap (last
+applied 1, parked from 3) and the version it would give up, changing nothing; with
+``--execute`` it publishes one skip record for version 2 to the parked event's
+partition, saying who gave it up and why (``--by``, ``--why``): the consumer takes
+version 2 without a handler and applies the parked 3, once. Released again, nothing
+waits: exit code 1, nothing published. A skip record the broker does not take (the
+parked event's partition is gone) is one line, exit code 2, and so is a consumer no row
+of the database knows (a mistyped name).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
 import pytest
 
 from app.db.engine import create_engine
@@ -61,9 +63,11 @@ async def test_release_takes_the_missing_version_and_the_parked_one_applies(
     assert "would give up version(s) 2; add --execute" in dry.out, dry.out
     assert await db.parked_count() == 1
 
-    done = await dlq("release", "--consumer", PROBE, "--aggregate", aggregate, "--execute")
+    why = ("--by", "ops-anna", "--why", "deleted from the outbox by hand")
+    done = await dlq("release", "--consumer", PROBE, "--aggregate", aggregate, "--execute", *why)
     assert done.code == 0, done.err
     assert "version 2: skip record published at" in done.out, done.out
+    assert "as ops-anna (deleted from the outbox by hand)" in done.out, done.out
     balances = await eventually(
         db.balances,
         lambda b: "alice/cancelled" in b,
@@ -80,6 +84,10 @@ async def test_release_takes_the_missing_version_and_the_parked_one_applies(
     assert "nothing waits for a version" in again.out + again.err
     given_up = [r for r in await records(stream, stream.topic) if GIVEN_UP.encode() in r.value]
     assert len(given_up) == 1
+    assert orjson.loads(given_up[0].value)["data"] == {
+        "givenUpBy": "ops-anna",
+        "why": "deleted from the outbox by hand",
+    }
 
 
 async def test_a_malformed_aggregate_is_a_usage_error(topic: OrderTopic, database_url: str) -> None:

@@ -28,7 +28,7 @@ from app.db.migrate import upgrade_to_head
 from app.db.tables import aggregate_version, failed_event, parked_event
 from app.trace.query import trace_event
 from dlq.errors import CommandError
-from dlq.gaps import release
+from dlq.gaps import Release, release
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 CONSUMER = "inventory-service"
@@ -107,7 +107,7 @@ async def parked_detail(url: str) -> str:
 
 def released(url: str, execute: bool) -> str:
     console = Console(record=True, width=400)
-    asyncio.run(release(None, url, CONSUMER, ("Order", "o-7"), execute, console))  # type: ignore[arg-type]
+    asyncio.run(release(None, url, CONSUMER, ("Order", "o-7"), execute, console, Release("ops")))  # type: ignore[arg-type]
     return console.export_text()
 
 
@@ -125,7 +125,7 @@ def test_a_dead_version_is_named_with_replay_and_skip(tmp_path: Path) -> None:
     console = Console(record=True, width=400)
     with pytest.raises(CommandError, match=r"version\(s\) 2 were sent and failed"):
         # No broker client: the refusal comes before anything could be published.
-        asyncio.run(release(None, url, CONSUMER, ("Order", "o-7"), True, console))  # type: ignore[arg-type]
+        asyncio.run(release(None, url, CONSUMER, ("Order", "o-7"), True, console, Release("ops")))  # type: ignore[arg-type]
     assert f"version 2 failed (event ev-v2: dead, retries-exhausted): {remedy}" in (
         console.export_text()
     )
