@@ -15,7 +15,8 @@ accept, camelCase and snake_case) are taken from the record (``SOURCES``, the on
 definition both decode paths read), and stored under the camelCase name:
 
 ==============  ===========================================================
-eventId         the ``id`` header (the outbox event router's event id)
+eventId         the ``id`` header (the outbox event router's event id; 16 bytes that
+                are no text, a binary id column's, are read as a UUID)
 eventType       the ``eventType`` header
 aggregateId     the record key
 aggregateType   the ``aggregateType`` header, else ``DEFAULT_AGGREGATE_TYPE``
@@ -27,6 +28,7 @@ keeps its bytes, and reads the same way every time it is decoded.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Collection
 from typing import Any, NamedTuple
 
@@ -229,7 +231,21 @@ def _header(record: RawRecord, header: str, field: str) -> str | None:
     value = record.header(header)
     if not value:
         return None
+    if header == EVENT_ID_HEADER and len(value) == _UUID_BYTES and not _printable(value):
+        # A binary(16) id column's raw bytes (Debezium's router copies the column as it is).
+        return str(uuid.UUID(bytes=value))
     return _text(value, f"{field}: not in the value, and header {header}")
+
+
+_UUID_BYTES = 16
+
+
+def _printable(data: bytes) -> bool:
+    """True when ``data`` is UTF-8 text without control characters."""
+    try:
+        return data.decode().isprintable()
+    except UnicodeDecodeError:
+        return False
 
 
 def _text(data: bytes, what: str) -> str | None:

@@ -11,6 +11,7 @@ message that says so. The record is never changed.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import orjson
@@ -132,3 +133,24 @@ def test_a_header_that_is_no_utf8_text_is_poison_when_it_is_needed() -> None:
 
     assert isinstance(found, Poison)
     assert str(found.error) == "eventId: not in the value, and header id is not UTF-8 text"
+
+
+def test_an_id_header_of_a_binary_uuid_column_is_read_as_that_uuid() -> None:
+    """Debezium's router copies a binary(16) id column's bytes into the id header as they
+    are: read as the UUID (it was poison naming no eventId, which no skip could take)."""
+    event_id = uuid.UUID("0f8fad5b-d9cb-469f-a165-70867728950e")
+    source = RawRecord(
+        "orders",
+        1,
+        5,
+        b"100001",
+        orjson.dumps({k: v for k, v in BASE.items() if k != "eventId"}),
+        (("id", event_id.bytes),),
+    )
+
+    found = decode(source)
+
+    assert isinstance(found, Decoded), found
+    assert found.event.event_id == str(event_id)
+    printable = RawRecord(*source[:5], (("id", b"0123456789abcdef"),))
+    assert decode(printable).event.event_id == "0123456789abcdef"  # type: ignore[union-attr]
