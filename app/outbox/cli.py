@@ -15,12 +15,11 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import orjson
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.cli_run import PLAIN, error_console, labelled
+from app.cli_run import error_console, labelled, output_console
 from app.db.engine import create_engine
 from app.db.urls import missing_sqlite_file, normalise_database_url, shown
 from app.outbox import dead
@@ -38,7 +37,7 @@ outbox = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(**PLAIN)
+out = output_console()
 err = error_console()
 
 DatabaseUrl = Annotated[str | None, typer.Option(help="Database to read (default: DATABASE_URL).")]
