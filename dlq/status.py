@@ -17,10 +17,11 @@ from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, and_, inspect, select, tuple_, update
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.engine import create_engine
+from app.db.said import driver_said
 from app.db.tables import aggregate_version, consumed_event, failed_event
 from app.db.urls import missing_sqlite_file
 from app.db.urls import shown as shown_url
@@ -153,5 +154,6 @@ async def _check(engine: AsyncEngine, shown: str) -> None:
 
 def _why(exc: BaseException) -> str:
     """The driver's own message, without SQLAlchemy's statement and link."""
-    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    return str(cause).strip() or f"no answer within {CONNECT_TIMEOUT_SECONDS:g} s"
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return f"no answer within {CONNECT_TIMEOUT_SECONDS:g} s"
+    return driver_said(exc)

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.cli_run import error_console, labelled, output_console
 from app.db.engine import create_engine
+from app.db.said import driver_said
 from app.db.urls import missing_sqlite_file, normalise_database_url, shown
 from app.outbox import dead
 from app.outbox.status import OutboxStatus
@@ -192,8 +193,7 @@ def _run(
         return asyncio.run(go())
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
         where = shown(url)
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        _fail(f"cannot read the outbox at {where}: {first}")
+        _fail(f"cannot read the outbox at {where}: {driver_said(exc)}")
 
 
 def _ids(ids: Sequence[int]) -> str:

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db.engine import create_engine, dialect_name, session_factory
 from app.db.migrate import upgrade_to_head
 from app.db.refusal import refusal
+from app.db.said import driver_said
 from app.db.tables import (
     aggregate_version,
     consumed_event,
@@ -154,7 +155,7 @@ class Harness:
         except Exception as exc:  # the database is missing, refuses us, or is out of reach
             raise ConfigurationError(
                 f"Harness: cannot use the database at {shown(self.database_url)}: "
-                f"{refusal(exc, self.database_url) or _first_line(exc)}"
+                f"{refusal(exc, self.database_url) or driver_said(exc)}"
             ) from None
         self._engine = create_engine(self.database_url)
         if not self.reuse:
@@ -343,14 +344,3 @@ def registry_of(registry: Registry, modules: Sequence[str]) -> Registry:
     if not only.consumers:
         raise ConfigurationError(f"Harness: no @handler registered by {', '.join(modules)}")
     return only
-
-
-def _first_line(exc: BaseException) -> str:
-    """The deepest cause's own first line (a driver's: ``database "x" does not exist``)."""
-    while True:
-        inner = getattr(exc, "orig", None) or exc.__cause__
-        if inner is None or inner is exc:
-            break
-        exc = inner
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

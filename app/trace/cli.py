@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.cli_run import error_console, labelled, output_console
 from app.db.engine import create_engine
+from app.db.said import driver_said
 from app.db.urls import missing_sqlite_file, normalise_database_url, shown
 from app.handler_modules import import_handler_modules
 from app.registry import default_registry
@@ -76,7 +77,7 @@ def _database_url(option: str | None) -> str:
     except ValidationError as exc:
         raise TraceError(f"invalid settings: {'; '.join(describe(exc))}") from exc
     except ValueError as exc:
-        raise TraceError(f"--database-url is not usable: {_first_line(exc)}") from exc
+        raise TraceError(f"--database-url is not usable: {driver_said(exc)}") from exc
     if missing := missing_sqlite_file(url):
         raise TraceError(f"no SQLite database at {missing}")
     return url
@@ -89,7 +90,7 @@ async def _trace(url: str, event_id: str) -> Trace:
         async with engine.connect() as conn:
             return await trace_event(conn, event_id, registered_consumers())
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
-        raise TraceError(f"cannot read {where}: {_first_line(exc)}") from exc
+        raise TraceError(f"cannot read {where}: {driver_said(exc)}") from exc
     finally:
         await engine.dispose()
 
@@ -190,8 +191,3 @@ def _json_default(value: Any) -> str:
     if isinstance(value, bytes):
         return value.decode(errors="replace")
     return str(value)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
