@@ -6,6 +6,8 @@ tier, or poison whose envelope names it), it was sent: the operator replays it o
 cause is fixed, or skips it (``dlq skip``, which also settles its failure row), and
 ``dlq release``, which is for versions never sent, is the wrong tool. ``open_failures``
 finds such failures; ``trace`` and ``release`` name them and the command that fits.
+``waiting_on`` finds the consumers a version holds back: poison a skip settled for some
+consumers still holds the others, and ``dlq list`` shows it dead for them.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.db.tables import failed_event
+from app.db.tables import aggregate_version, failed_event, parked_event
 from dlq.dead import SETTLED
 
 
@@ -79,3 +81,33 @@ async def open_failures(
         if version not in found or owner:
             found[version] = OpenFailure(owner, version, event_id, status, reason)
     return found
+
+
+async def waiting_on(
+    conn: AsyncConnection, aggregate_type: str, aggregate_id: str, version: int
+) -> list[str]:
+    """The consumers whose parked events of the aggregate wait for ``version``: their last
+    applied version is below it (or none) and they parked a later one. For poison a skip
+    settled for some consumers: the others still wait, and the record is theirs to act on."""
+    p, v = parked_event, aggregate_version
+    last = (
+        select(v.c.last_version)
+        .where(
+            v.c.consumer_group == p.c.consumer_group,
+            v.c.aggregate_type == aggregate_type,
+            v.c.aggregate_id == aggregate_id,
+        )
+        .scalar_subquery()
+    )
+    query = (
+        select(p.c.consumer_group)
+        .where(
+            p.c.aggregate_type == aggregate_type,
+            p.c.aggregate_id == aggregate_id,
+            p.c.aggregate_version > version,
+            func.coalesce(last, 0) < version,
+        )
+        .distinct()
+        .order_by(p.c.consumer_group)
+    )
+    return list((await conn.execute(query)).scalars())

@@ -185,7 +185,7 @@ async def _join(
     store: FailureStore, dead: Sequence[DeadLetter], selection: Selection, target: Target
 ) -> list[Entry]:
     states = await store.states(d.failure_key for d in dead if d.failure_key is not None)
-    entries = finish(dead, states, selection)
+    entries = finish(dead, states, selection, await store.still_waiting(dead, states))
     if not entries:
         raise NothingMatched(_nothing(target, selection, len(dead)))
     return entries

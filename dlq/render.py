@@ -69,6 +69,8 @@ def table(entries: Sequence[Entry], title: str | None = None) -> Table:
         status = Text(entry.status, style=_STATUS_STYLE.get(entry.status, ""))
         if id(entry) in older:
             status.append(" (older copy)", style="dim")
+        if entry.waiting:
+            status.append(f" (skipped for some; {', '.join(entry.waiting)} wait)", style="dim")
         grid.add_row(
             dead.position,
             dead.event_id or "-",
@@ -140,6 +142,7 @@ def row(entry: Entry, older_copy: bool = False) -> dict[str, Any]:
         "decided_by": entry.state.decided_by,
         "decision_note": entry.state.decision_note,
         "older_copy": older_copy,
+        "waiting": list(entry.waiting),
         "unpublished": None if where is None else _unpublished(where),
     }
 

@@ -99,13 +99,17 @@ class Entry:
     dead: DeadLetter
     state: FailureState
     target: str | None = None
+    waiting: tuple[str, ...] = ()  # poison skipped for some: the consumers it still holds
 
     @property
     def status(self) -> str:
         """``failed_event.status``, or ``unknown`` when the database has no row; ``unpublished``
-        for a record no topic took, until someone decides on it."""
+        for a record no topic took, until someone decides on it; ``dead`` for poison a skip
+        settled for some consumers while others still wait for its version."""
         if self.dead.unpublished is not None and self.state.status in AWAITING:
             return FailureStatus.UNPUBLISHED
+        if self.waiting and self.state.status == FailureStatus.SKIPPED:
+            return FailureStatus.DEAD
         return self.state.status
 
     @property
@@ -123,9 +127,15 @@ def finish(
     records: Iterable[DeadLetter],
     states: Mapping[FailureKey, FailureState],
     selection: Selection,
+    waiting: Mapping[FailureKey, tuple[str, ...]] | None = None,
 ) -> list[Entry]:
-    """Join each record with its ``failed_event`` state; apply the status filter and the limit."""
-    entries = [Entry(dead, _state(dead, states)) for dead in records]
+    """Join each record with its ``failed_event`` state (and, for poison skipped for some,
+    the consumers still ``waiting`` for it); apply the status filter and the limit."""
+    waits = waiting or {}
+    entries = [
+        Entry(dead, _state(dead, states), waiting=waits.get(dead.failure_key or _NO_KEY, ()))
+        for dead in records
+    ]
     if selection.statuses:
         entries = [entry for entry in entries if entry.status in selection.statuses]
     return entries if selection.limit is None else entries[: selection.limit]
@@ -157,6 +167,9 @@ def split_copies(entries: Iterable[Entry]) -> tuple[list[Entry], list[Entry]]:
 def _recency(entry: Entry) -> tuple[int, datetime, int, int]:
     dead = entry.dead
     return (dead.replay_count, *_age(dead))
+
+
+_NO_KEY: FailureKey = ("", "", -1, -1)
 
 
 def _state(dead: DeadLetter, states: Mapping[FailureKey, FailureState]) -> FailureState:

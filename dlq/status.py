@@ -12,7 +12,7 @@ and is the one that stays.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -26,7 +26,8 @@ from app.db.tables import aggregate_version, consumed_event, failed_event
 from app.db.urls import missing_sqlite_file
 from app.db.urls import shown as shown_url
 from dlq import unpublished
-from dlq.dead import DeadLetter, FailureKey, FailureState
+from dlq.blocking import waiting_on
+from dlq.dead import DeadLetter, FailureKey, FailureState, FailureStatus
 from dlq.errors import DatabaseUnreachable
 
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -76,6 +77,29 @@ class FailureStore:
                 else:
                     unknown.append(name)
         return unknown
+
+    async def still_waiting(
+        self, dead: Iterable[DeadLetter], states: Mapping[FailureKey, FailureState]
+    ) -> dict[FailureKey, tuple[str, ...]]:
+        """For each poison record of ``dead`` whose row a skip settled (``skipped``) while
+        some consumers still wait for its version: those consumers."""
+        found: dict[FailureKey, tuple[str, ...]] = {}
+        async with self._connected() as conn:
+            for letter in dead:
+                key = letter.failure_key
+                if key is None or key not in states or not letter.is_poison:
+                    continue
+                kind, name, version = (
+                    letter.aggregate_type,
+                    letter.aggregate_id,
+                    letter.aggregate_version,
+                )
+                if states[key].status != FailureStatus.SKIPPED or not (kind and name and version):
+                    continue
+                names = await waiting_on(conn, kind, name, version)
+                if names:
+                    found[key] = tuple(names)
+        return found
 
     async def unpublished(self, dlt: str) -> list[DeadLetter]:
         """The failures of ``dlt`` and its retry tiers whose record the relay gave up on."""

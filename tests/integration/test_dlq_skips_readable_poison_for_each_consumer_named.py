@@ -7,8 +7,9 @@ and every consumer parks the aggregate's later versions behind it. ``skip``
 refuses it without ``--for-consumer``, and for a consumer name the database never saw
 (a typo, whose skip nobody would ever take). ``skip P:O --for-consumer C --execute`` makes C
 (and only C) take the dead event's version without running a handler, so C's
-parked successor applies while the other consumer still waits; naming the
-other one then unblocks it too. The poison's ``failed_event`` row records the
+parked successor applies while the other consumer still waits (``list --status dead``
+shows the poison dead, naming the consumer that waits, though its row is ``skipped``);
+naming the other one then unblocks it too. The poison's ``failed_event`` row records the
 latest decision and is ``skipped`` once a consumer took a skip of it (retention
 deletes it in time); nothing takes effect twice. Poison without a readable envelope
 holds back nothing: its replay's dry run says the replay dead-letters it again, and
@@ -90,6 +91,12 @@ async def test_readable_poison_is_skipped_for_each_consumer_named(
     assert (await db.versions(order.order_id))[TALLY] == 1
     assert await db.parked_count() == 1  # the tally still waits
     assert (await db.balances())["bob/cancelled"] == 1
+    listed = await dlq("list", "--status", "dead", "--json")
+    assert listed.code == 0, listed.out + listed.err
+    (row,) = orjson.loads(listed.out)
+    assert (row["position"], row["status"], row["waiting"]) == (position, "dead", [TALLY])
+    table = await dlq("list", "--status", "dead")
+    assert f"(skipped for some; {TALLY} wait)" in table.out, table.out
 
     done = await dlq("skip", position, "--for-consumer", TALLY, "--execute", "--why", "also")
     assert done.code == 0, done.out + done.err
@@ -101,6 +108,8 @@ async def test_readable_poison_is_skipped_for_each_consumer_named(
         workers=[worker],
     )
     assert await db.versions(order.order_id) == {PROBE: 3, TALLY: 3}
+    nothing_dead = await dlq("list", "--status", "dead")
+    assert nothing_dead.code == 1, nothing_dead.out + nothing_dead.err
     assert await db.tallies() == {created["eventId"]: 1, cancelled["eventId"]: 1}
     assert [(row["consumer_group"], row["status"], row["decided_by"], row["decision_note"])
             for row in await failures(database_url)] == [

@@ -134,6 +134,7 @@ def test_json_rows_carry_every_header_and_the_decision() -> None:
         "decided_by": "ops",
         "decision_note": None,
         "older_copy": False,
+        "waiting": [],
         "unpublished": None,
     }
 
