@@ -38,7 +38,6 @@ outbox = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = output_console()
 err = error_console()
 
 DatabaseUrl = Annotated[str | None, typer.Option(help="Database to read (default: DATABASE_URL).")]
@@ -76,7 +75,7 @@ def list_(
     if as_json:
         typer.echo(orjson.dumps(rows, default=_json, option=_JSON))
     else:
-        out.print(_table(rows, f"outbox rows {', '.join(statuses)}: {len(rows)}"))
+        output_console().print(_table(rows, f"outbox rows {', '.join(statuses)}: {len(rows)}"))
     if not rows:
         raise typer.Exit(1)
 
@@ -156,15 +155,15 @@ def _report(
 ) -> None:
     """What a write did (or would do) to ``chosen``: ``done``, the rows left alone (in
     ``other`` status), the ids that are no row; exit code 1 when it did nothing."""
-    out.print(f"{verb} {len(done)} of {len(chosen)} row(s): {_ids(done)}")
+    output_console().print(f"{verb} {len(done)} of {len(chosen)} row(s): {_ids(done)}")
     left = sorted(present - set(done))
     if left:
-        out.print(f"left alone ({other}): {_ids(left)}")
+        output_console().print(f"left alone ({other}): {_ids(left)}")
     missing = sorted(set(chosen) - present)
     if missing:
         err.print(f"no outbox row {_ids(missing)}")
     if not execute and done:
-        out.print("dry run: nothing changed (add --execute)")
+        output_console().print("dry run: nothing changed (add --execute)")
     if not done:
         raise typer.Exit(1)
 
