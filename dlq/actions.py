@@ -169,6 +169,7 @@ class Executor:
     by: str
     note: str | None = None
     rate: float | None = None
+    app_id: str | None = None  # the deployment whose consumers its records are for
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     _decided: set[FailureKey] = field(default_factory=set, init=False, repr=False)
@@ -210,7 +211,8 @@ class Executor:
             key, entry.state, status, self.by, self.note
         ):
             raise _NotDone(f"its status changed from {seen} meanwhile; list it again")
-        out = replay_record(dead.record, skip=self.action is Action.SKIP, consumer=entry.consumer)
+        skip = self.action is Action.SKIP
+        out = replay_record(dead.record, skip, entry.consumer, self.app_id)
         try:
             sent = await self.sender.send(out, dead.original_partition)
         except Exception as exc:  # this record failed; the run goes on with the next

@@ -162,7 +162,9 @@ def list_(
     """List the dead-letter records with their status, oldest failure first."""
     selection = _selection(None, event_id, consumer, reason, since, until, status, limit)
     target = _target(topic, timeout)
-    entries = _run(list_entries(target, selection), json)
+    entries, left_out = _run(list_entries(target, selection), json)
+    if left_out:
+        err.print(left_out.removeprefix("; "))
     if json:
         typer.echo(render.rows_json(entries))
     else:
@@ -263,12 +265,7 @@ def release_(
         raise typer.BadParameter("name the aggregate as <aggregateType>:<aggregateId>")
     target = _target(None, RELEASE_TIMEOUT_SECONDS)
     decision = Release(_by(by), why)
-    aggregate_named = (agg_type, agg_id)
-    _run(
-        release(
-            target.clients, target.database_url, consumer, aggregate_named, execute, out, decision
-        )
-    )
+    _run(release(target, consumer, (agg_type, agg_id), execute, out, decision))
 
 
 def _selection(
@@ -312,7 +309,7 @@ def _target(topic: str | None, timeout: float) -> Target:
         _fail(CommandError(str(exc)))
     base = topic or settings.order_topic
     dlt = base if base.endswith(DLT_SUFFIX) else dlt_topic(base)
-    return Target(clients, settings.database_url, dlt, timeout)
+    return Target(clients, settings.database_url, dlt, timeout, settings.app_id)
 
 
 def _by(by: str | None) -> str:

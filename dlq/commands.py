@@ -9,6 +9,7 @@ it selected.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -36,6 +37,11 @@ class Target:
     database_url: str
     dlt: str
     timeout: float
+    app_id: str | None = None  # whose records it acts on (``APP_ID``); None: every one
+
+    def ours(self, dead: DeadLetter) -> bool:
+        """Whether ``dead`` is this deployment's (or was written before records said)."""
+        return self.app_id is None or dead.app_id in (None, self.app_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +58,14 @@ class Decision:
     for_consumers: tuple[str, ...] = ()
 
 
-async def list_entries(target: Target, selection: Selection) -> list[Entry]:
-    """The selected records with their status (``list``)."""
+async def list_entries(target: Target, selection: Selection) -> tuple[list[Entry], str]:
+    """The selected records with their status (``list``), and what of other deployments'
+    records was left out (``others``: a line to say, or ``""``)."""
     on_topic = await _read_topic(target)
     async with failure_store(target.database_url) as store:
         dead = await _read(store, on_topic, selection, target)
-        return await _join(store, dead, selection, target)
+        entries = await _join(store, dead, selection, target)
+    return entries, others(target, list(map(DeadLetter.of, on_topic[0])))
 
 
 async def one_entry(
@@ -139,7 +147,13 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
         if todo.act:
             async with replayer(target.clients) as sender:
                 executor = Executor(
-                    decision.action, sender, store, decision.by, decision.note, decision.rate
+                    decision.action,
+                    sender,
+                    store,
+                    decision.by,
+                    decision.note,
+                    decision.rate,
+                    app_id=target.app_id,
                 )
                 published = await executor.run(todo.act, _reporter(decision.action, out))
             summary.done += published.done
@@ -172,13 +186,28 @@ async def _read(
     """The records of the DLT and those that never reached it, through ``selection``'s
     header filters."""
     records, missing = on_topic
-    found = [*map(DeadLetter.of, records), *await store.unpublished(target.dlt)]
+    letters = [*map(DeadLetter.of, records), *await store.unpublished(target.dlt)]
+    found = [dead for dead in letters if target.ours(dead)]
     dead = prefilter(found, selection)
     if not dead:
-        if missing is not None and not found:
+        if missing is not None and not letters:
             raise missing
-        raise NothingMatched(_nothing(target, selection, len(found)))
+        left_out = others(target, letters)
+        raise NothingMatched(_nothing(target, selection, len(found), bool(left_out)) + left_out)
     return dead
+
+
+def others(target: Target, letters: Sequence[DeadLetter]) -> str:
+    """``; left out, N record(s) of other deployments (APP_ID a: 3, b: 1), ...``, or ``""``:
+    services reading one topic share its DLT, and each acts on its own records only."""
+    counted = Counter(dead.app_id for dead in letters if not target.ours(dead))
+    if not counted:
+        return ""
+    apps = ", ".join(f"{app}: {n}" for app, n in sorted(counted.items(), key=str))
+    return (
+        f"; left out, {counted.total()} record(s) of other deployments (APP_ID {apps}), "
+        f"this one being APP_ID {target.app_id}"
+    )
 
 
 async def _join(
@@ -210,7 +239,9 @@ async def _reading(target: Target) -> AsyncIterator[None]:
         raise CommandError(f"reading {target.dlt} failed: {type(exc).__name__}: {exc}") from None
 
 
-def _nothing(target: Target, selection: Selection, read: int) -> str:
+def _nothing(target: Target, selection: Selection, read: int, others_too: bool = False) -> str:
+    if not read and others_too:
+        return f"{target.dlt} holds no record of APP_ID {target.app_id}"
     if not read:
         return f"{target.dlt} is empty"
     return f"no record of {target.dlt} matches {selection.describe()} ({read} read)"

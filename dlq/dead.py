@@ -97,6 +97,7 @@ class DeadLetter:
     aggregate_version: int | None
     replay_count: int
     unpublished: Unpublished | None = None
+    app_id: str | None = None  # the deployment that wrote it (None: written before it said)
 
     @classmethod
     def of(cls, record: RawRecord) -> DeadLetter:
@@ -124,6 +125,7 @@ class DeadLetter:
             aggregate_id=text(h.DLT_AGGREGATE_ID) or None,
             aggregate_version=_int(text(h.DLT_AGGREGATE_VERSION)),
             replay_count=_int(text(h.DLT_REPLAY_COUNT)) or 0,
+            app_id=text(h.DLT_APP_ID) or None,
         )
 
     @property

@@ -19,7 +19,6 @@ same event again, which the consumer's dedup absorbs.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -29,16 +28,14 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.tables import aggregate_version, parked_event
-from app.kafka_clients import KafkaClients
 from dlq import headers as h
 from dlq.blocking import open_failures
 from dlq.broker import replayer
+from dlq.commands import Target
 from dlq.errors import CommandError, NothingMatched
+from dlq.given_up import GIVEN_UP, given_up_id
 from dlq.records import OutRecord
 from dlq.status import failure_store
-
-GIVEN_UP = "VersionGivenUp"
-_IDS = uuid.UUID("5b0e1f2a-9a44-4c61-9a51-6c0f3e2d7a10")  # namespace of the skip records' ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,14 +109,13 @@ class Release:
         return {"givenUpBy": self.by, **({"why": self.why} if self.why else {})}
 
 
-def skip_record(gap: Gap, version: int, now: datetime, release: Release) -> OutRecord:
-    """The record that makes ``gap.consumer`` take ``version`` without a handler; its
-    ``data`` says who gave the version up, and why."""
-    event_id = uuid.uuid5(
-        _IDS, "\0".join((gap.consumer, gap.aggregate_type, gap.aggregate_id, str(version)))
-    )
+def skip_record(
+    gap: Gap, version: int, now: datetime, release: Release, app_id: str | None = None
+) -> OutRecord:
+    """The record that makes ``gap.consumer`` (of the deployment ``app_id``) take ``version``
+    without a handler; its ``data`` says who gave the version up, and why."""
     envelope = {
-        "eventId": str(event_id),
+        "eventId": given_up_id(gap.consumer, gap.aggregate_type, gap.aggregate_id, version),
         "eventType": GIVEN_UP,
         "eventVersion": 1,
         "aggregateType": gap.aggregate_type,
@@ -135,13 +131,13 @@ def skip_record(gap: Gap, version: int, now: datetime, release: Release) -> OutR
         (h.DLT_ORIGINAL_PARTITION, str(gap.partition).encode()),
         (h.RETRY_CONSUMER_GROUP, gap.consumer.encode()),
         (h.RETRY_ACTION, b"skip"),
+        *(((h.DLT_APP_ID, app_id.encode()),) if app_id else ()),
     )
     return OutRecord(gap.topic, gap.key, orjson.dumps(envelope), headers)
 
 
 async def release(
-    clients: KafkaClients,
-    database_url: str,
+    target: Target,
     consumer: str,
     aggregate: tuple[str, str],
     execute: bool,
@@ -150,7 +146,7 @@ async def release(
 ) -> None:
     """Print the versions ``consumer`` waits for before its parked events of ``aggregate``;
     with ``execute``, publish a skip record for each (saying ``decision``'s who and why)."""
-    async with failure_store(database_url) as store:
+    async with failure_store(target.database_url) as store:
         if await store.unknown_consumers([consumer]):
             raise CommandError(
                 f"--consumer {consumer!r}: no consumer of that name ever took a version, "
@@ -182,10 +178,10 @@ async def release(
         return
     now = datetime.now(UTC)
     given_up: list[str] = []
-    async with replayer(clients) as sender:
+    async with replayer(target.clients) as sender:
         for version in gap.missing:
             try:
-                record = skip_record(gap, version, now, decision)
+                record = skip_record(gap, version, now, decision, target.app_id)
                 partition, offset = await sender.send(record, gap.partition)
             except Exception as exc:  # the broker's refusal, or a partition it no longer has
                 done = ", ".join(given_up) or "none"

@@ -36,6 +36,10 @@ DLT_AGGREGATE_TYPE = "dlt-aggregate-type"
 DLT_AGGREGATE_ID = "dlt-aggregate-id"
 DLT_AGGREGATE_VERSION = "dlt-aggregate-version"
 DLT_REPLAY_COUNT = "dlt-replay-count"
+# The deployment (``APP_ID``) a retry, replay or skip record is for, and that wrote a DLT
+# record: services reading one topic share its retry tiers and DLT, and consumers of
+# theirs may share a name; each takes and acts on its own records only.
+DLT_APP_ID = "dlt-app-id"
 
 STACKTRACE_LIMIT = 8_000
 MESSAGE_LIMIT = 2_000

@@ -40,7 +40,8 @@ def original_headers(record: RawRecord) -> list[tuple[str, bytes]]:
     return [(k, v) for k, v in record.headers if not h.is_ours(k)]
 
 
-def _provenance(trip: Trip) -> list[tuple[str, str]]:
+def _provenance(trip: Trip, app_id: str | None) -> list[tuple[str, str]]:
+    """Where the event came from, and the deployment (``app_id``) the record is for."""
     pairs = [
         (h.DLT_ORIGINAL_TOPIC, trip.original_topic),
         (h.DLT_ORIGINAL_PARTITION, str(trip.original_partition)),
@@ -50,6 +51,8 @@ def _provenance(trip: Trip) -> list[tuple[str, str]]:
         pairs.append((h.DLT_ORIGINAL_TIMESTAMP, str(trip.original_timestamp_ms)))
     if trip.replay_count:
         pairs.append((h.DLT_REPLAY_COUNT, str(trip.replay_count)))
+    if app_id:
+        pairs.append((h.DLT_APP_ID, app_id))
     return pairs
 
 
@@ -57,8 +60,11 @@ def _encode(pairs: list[tuple[str, str]]) -> list[tuple[str, bytes]]:
     return [(k, v.encode()) for k, v in pairs]
 
 
-def retry_record(record: RawRecord, trip: Trip, failure: Failure, route: Route) -> OutRecord:
-    """The record for the next retry tier, to be run again by ``failure.consumer`` only."""
+def retry_record(
+    record: RawRecord, trip: Trip, failure: Failure, route: Route, app_id: str | None = None
+) -> OutRecord:
+    """The record for the next retry tier, to be run again by ``failure.consumer`` of the
+    deployment ``app_id`` only."""
     assert route.due_at is not None and failure.consumer is not None
     first = trip.first_failure_at or failure.at
     ours = [
@@ -66,7 +72,7 @@ def retry_record(record: RawRecord, trip: Trip, failure: Failure, route: Route) 
         (h.RETRY_ATTEMPT, str(route.attempts)),
         (h.RETRY_FIRST_FAILURE_AT, iso(first)),
         (h.RETRY_DUE_AT, iso(route.due_at)),
-        *_provenance(trip),
+        *_provenance(trip, app_id),
     ]
     return OutRecord(
         route.topic, record.key, record.value, (*original_headers(record), *_encode(ours))
@@ -74,13 +80,19 @@ def retry_record(record: RawRecord, trip: Trip, failure: Failure, route: Route) 
 
 
 def dead_letter_record(
-    record: RawRecord, trip: Trip, failure: Failure, reason: DeadReason, attempts: int, topic: str
+    record: RawRecord,
+    trip: Trip,
+    failure: Failure,
+    reason: DeadReason,
+    attempts: int,
+    topic: str,
+    app_id: str | None = None,
 ) -> OutRecord:
-    """The DLT record: original bytes plus the failure metadata (the exception's message
-    and stack trace only where ``failure.error`` has them)."""
+    """The DLT record of the deployment ``app_id``: original bytes plus the failure metadata
+    (the exception's message and stack trace only where ``failure.error`` has them)."""
     first = trip.first_failure_at or failure.at
     ours = [
-        *_provenance(trip),
+        *_provenance(trip, app_id),
         (h.DLT_REASON, reason.value),
         *_exception(failure.error),
         (h.DLT_ATTEMPTS, str(attempts)),
@@ -117,7 +129,9 @@ def _stacktrace(text: str) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
-def replay_record(dead: RawRecord, skip: bool = False, consumer: str | None = None) -> OutRecord:
+def replay_record(
+    dead: RawRecord, skip: bool = False, consumer: str | None = None, app_id: str | None = None
+) -> OutRecord:
     """What the DLQ command publishes to bring a dead record back (or to skip it).
 
     It goes to the record's original topic, so it lands on its aggregate's
@@ -125,7 +139,9 @@ def replay_record(dead: RawRecord, skip: bool = False, consumer: str | None = No
     operator skips poison for): only that consumer runs it (the others applied
     it long ago). Attempts start afresh; the replay count goes up by one. A skip
     carries ``retry-action: skip``: the consumer takes the event's version
-    without running its handlers (its payload need not validate).
+    without running its handlers (its payload need not validate). ``app_id``: the
+    deployment whose consumer it is for (the command's ``APP_ID``); another deployment
+    whose consumer has the same name leaves it alone.
     """
     trip = Trip.of(dead)
     named = dead.header(h.DLT_CONSUMER_GROUP)
@@ -137,7 +153,7 @@ def replay_record(dead: RawRecord, skip: bool = False, consumer: str | None = No
         trip.original_timestamp_ms,
         replay_count=trip.replay_count + 1,
     )
-    ours = _provenance(replayed)
+    ours = _provenance(replayed, app_id)
     if consumer:
         ours.append((h.RETRY_CONSUMER_GROUP, consumer))
     if skip:

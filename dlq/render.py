@@ -143,6 +143,7 @@ def row(entry: Entry, older_copy: bool = False) -> dict[str, Any]:
         "decision_note": entry.state.decision_note,
         "older_copy": older_copy,
         "waiting": list(entry.waiting),
+        "app_id": dead.app_id,
         "unpublished": None if where is None else _unpublished(where),
     }
 

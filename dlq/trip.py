@@ -9,6 +9,7 @@ from app.db.tables import BIGINT_MAX, INTEGER_MAX, TOPIC
 from app.errors import InvalidHeaderError
 from app.records import RawRecord
 from dlq import headers as h
+from dlq.given_up import is_given_up
 from dlq.topics import topic_name
 
 _new = tuple.__new__
@@ -26,6 +27,7 @@ _WITH_PROVENANCE = (
     h.DLT_ORIGINAL_OFFSET,
     h.DLT_ORIGINAL_TIMESTAMP,
     h.DLT_REPLAY_COUNT,
+    h.DLT_APP_ID,
 )
 # What Kafka accepts as a topic name (``failed_event.topic`` holds 249 characters too).
 _TOPIC_NAME = topic_name(TOPIC)
@@ -49,6 +51,7 @@ class Trip(NamedTuple):
     original_timestamp_ms: int | None
     replay_count: int
     skip: bool
+    app_id: str | None = None  # the deployment the record is for (None: a main-topic record)
 
     @classmethod
     def start(
@@ -63,7 +66,9 @@ class Trip(NamedTuple):
         @offset``: no target consumer, no attempt, no skip."""
         # The tuple built directly: the named tuple's own ``__new__`` (a Python function, with
         # keywords or not) costs about as much again, for every record.
-        fields = (None, 0, None, None, topic, partition, offset, timestamp_ms, replay_count, False)
+        fields = (
+            None, 0, None, None, topic, partition, offset, timestamp_ms, replay_count, False, None
+        )  # fmt: skip
         return _new(cls, fields)
 
     @classmethod
@@ -98,7 +103,7 @@ class Trip(NamedTuple):
             return parsed
 
         original_topic = text(h.DLT_ORIGINAL_TOPIC)
-        if not original_topic:
+        if not original_topic and not _released_before(found, record):
             # Never written without it: a producer's header would aim the record at one
             # consumer (the others never see it), skip it, or count attempts never made.
             for name in _WITH_PROVENANCE:
@@ -126,6 +131,7 @@ class Trip(NamedTuple):
             original_timestamp_ms=record.timestamp_ms if timestamp is None else timestamp,
             replay_count=_default(number(h.DLT_REPLAY_COUNT, INTEGER_MAX - 1), 0),
             skip=action == _SKIP,
+            app_id=text(h.DLT_APP_ID) or None,
         )
 
     @classmethod
@@ -133,6 +139,20 @@ class Trip(NamedTuple):
         """The trip of ``record`` as if it had none behind it (for a record whose headers
         cannot be read: it is dead-lettered from where it is)."""
         return cls.start(record.topic, record.partition, record.offset, record.timestamp_ms)
+
+
+# What ``dlq release`` wrote before its records said where they go: these two alone.
+_RELEASED_BEFORE = frozenset({h.RETRY_CONSUMER_GROUP, h.RETRY_ACTION})
+
+
+def _released_before(found: dict[str, bytes], record: RawRecord) -> bool:
+    """Whether ``record`` is a skip record an earlier ``dlq release`` published (its two
+    headers alone, and the envelope it derives for the consumer named): still unread at an
+    upgrade, it is taken as released, not refused as a producer's header."""
+    if {name for name in found if name in _OURS} != _RELEASED_BEFORE:
+        return False
+    consumer = found[h.RETRY_CONSUMER_GROUP].decode("utf-8", "replace")
+    return found[h.RETRY_ACTION] == b"skip" and is_given_up(record.value, consumer)
 
 
 def due_at(record: RawRecord) -> datetime | None:

@@ -36,6 +36,7 @@ def letter(
     replay_count: int = 0,
     value: bytes = b'{"eventId": "e-1"}',
     readable: bool = False,
+    app_id: str | None = None,
 ) -> DeadLetter:
     """A DLT record at ``dlt_partition:dlt_offset``; ``consumer=None`` makes it poison, and
     ``readable`` poison whose envelope could be read (it names the event and aggregate).
@@ -55,7 +56,7 @@ def letter(
     at = T0 + timedelta(minutes=minutes)
     error = FailureDetailPolicy(FailureDetail.FULL).describe(RuntimeError("boom"))
     failure = Failure(consumer, error, at, event if consumer or readable else None)
-    out = dead_letter_record(source, trip, failure, reason, attempts, DLT)
+    out = dead_letter_record(source, trip, failure, reason, attempts, DLT, app_id)
     return DeadLetter.of(
         RawRecord(DLT, dlt_partition, dlt_offset, out.key, out.value, out.headers, 2_000)
     )

@@ -65,6 +65,7 @@ from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import (
     Decoded,
     Poison,
+    Read,
     decode,
     read_batch,
     sort_out,
@@ -89,6 +90,7 @@ from app.settings import DEFAULT_AGGREGATE_TYPE, UnseenAggregatePolicy
 from dlq.dead import FailureStatus
 
 T = TypeVar("T")
+_Tripped = TypeVar("_Tripped", Decoded, Read, Poison)
 RERUN_CONFLICT = "conflict"
 RERUN_HANDLER_FAILED = "handler-failed"
 RERUN_ESCALATED = "escalated"
@@ -115,6 +117,7 @@ class BatchProcessor:
     on_pause: OnPause | None = None
     prefilter: Lookup | None = None
     escalate_after: int = 3
+    app_id: str | None = None  # the deployment this is: another's records are left alone
 
     @property
     def decodes_first(self) -> bool:
@@ -151,12 +154,14 @@ class BatchProcessor:
             events, poison = sort_out(
                 decoded if decoded is not None else map(self.decoder(), records)
             )
+            events = self._ours(events)
         else:
             reads, poison = read_batch(list(records), self.default_aggregate_type)
             # Redis only ever knows committed events, so its answer holds across retries.
-            reads, known, outcomes = await ask(self.prefilter, consumers, reads)
+            reads, known, outcomes = await ask(self.prefilter, consumers, self._ours(reads))
             events, invalid = validate_batch(reads, payloads)
             poison += invalid
+        poison = self._ours(poison)
         # Dead letters of one partition go out in the order their records came.
         poison = sorted(poison, key=lambda p: (p.record.partition, p.record.offset))
         if poison:
@@ -176,6 +181,14 @@ class BatchProcessor:
             for consumer_outcomes in results:
                 outcomes.extend(consumer_outcomes)
         return outcomes
+
+    def _ours(self, items: list[_Tripped]) -> list[_Tripped]:
+        """``items`` but the retry, replay and skip records of another deployment (another
+        ``APP_ID`` reading the topic: its consumers may share a name with ours)."""
+        mine = (None, self.app_id)
+        if self.app_id is None or all(item.trip.app_id in mine for item in items):
+            return items
+        return [item for item in items if item.trip.app_id in mine]
 
     async def _consumer(
         self, consumer: str, events: list[Decoded], known: set[str], holds: Holds | None

@@ -63,6 +63,7 @@ class FailureRouter:
     policy: RetryPolicy
     clock: Clock = field(default=utc_now)
     detail: FailureDetailPolicy = field(default_factory=FailureDetailPolicy)
+    app_id: str | None = None  # the deployment its records are for (``dlt-app-id``)
 
     def handler_failure(self, item: Decoded, consumer: str, failed: EventFailed) -> Routed:
         """``item`` failed for ``consumer`` (a handler raised, or its record was refused): next
@@ -75,12 +76,12 @@ class FailureRouter:
         failure = Failure(consumer, self.detail.describe(failed.cause), now, item.event)
         error = f"{failed}: {failure.error.line}"
         if next_stop.dead is None:
-            out = retry_record(item.record, trip, failure, next_stop)
+            out = retry_record(item.record, trip, failure, next_stop, self.app_id)
             row = _row(consumer, item.record, trip, item.event, failed.reason, failure, attempts)
             retrying = row | {"status": FailureStatus.RETRYING}
             return Routed(out, retrying, Kind.RETRIED, out.topic, error)
         out = dead_letter_record(
-            item.record, trip, failure, next_stop.dead, attempts, next_stop.topic
+            item.record, trip, failure, next_stop.dead, attempts, next_stop.topic, self.app_id
         )
         row = _row(consumer, item.record, trip, item.event, next_stop.dead.value, failure, attempts)
         dead = row | {"status": FailureStatus.DEAD}
@@ -95,7 +96,9 @@ class FailureRouter:
         failure = Failure(consumer, self.detail.describe(poison.error), now, poison.described)
         topic = dlt_topic(self.policy.base_topic)
         attempts = poison.trip.attempts + 1  # a retry record's attempts so far, and this one
-        out = dead_letter_record(poison.record, poison.trip, failure, reason, attempts, topic)
+        out = dead_letter_record(
+            poison.record, poison.trip, failure, reason, attempts, topic, self.app_id
+        )
         row = _row(
             consumer or "", poison.record, poison.trip, poison.described, reason.value, failure,
             attempts,

@@ -151,7 +151,9 @@ async def start_services(
         router=FailureRouter(
             RetryPolicy(settings.order_topic, settings.retry_delay_seconds),
             detail=FailureDetailPolicy.of(settings),
+            app_id=settings.app_id,
         ),
+        app_id=settings.app_id,
         on_outbox=relay.wake if relay is not None else None,
         policy=settings.unseen_aggregate_policy,
         default_aggregate_type=settings.default_aggregate_type,

@@ -2,9 +2,9 @@
 
 Contract: with ``RETRY_DELAYS=0.5,1``, an event whose handler keeps raising
 is tried three times: on the main topic, on ``<topic>.retry.0.5s`` and on
-``<topic>.retry.1s``, each retry record naming the consumer and attempt;
+``<topic>.retry.1s``, each retry record naming the consumer, attempt and deployment;
 then it lands once on ``<topic>.DLT`` with its original key, value and
-headers and exactly the dead-letter headers (provenance, reason, exception type
+headers and exactly the dead-letter headers (provenance, deployment, reason, exception type
 and message, no stack trace under the default ``FAILURE_DETAIL``, attempts,
 failure times, event and aggregate, consumer). Its ``failed_event``
 row says ``dead`` after 3 attempts; the aggregate's next version waits
@@ -53,6 +53,7 @@ async def test_main_then_each_tier_then_the_dlt_with_exact_headers(
         assert tier_record.headers[0] == TRACE
         assert tier_record.header(h.RETRY_CONSUMER_GROUP) == PROBE.encode()
         assert tier_record.header(h.RETRY_ATTEMPT) == str(attempt).encode()
+        assert tier_record.header(h.DLT_APP_ID) == stream.app_id.encode()
 
     dead = death.dead
     assert dead.topic == dlt_topic(stream.topic)
@@ -64,6 +65,7 @@ async def test_main_then_each_tier_then_the_dlt_with_exact_headers(
         h.DLT_ORIGINAL_PARTITION,
         h.DLT_ORIGINAL_OFFSET,
         h.DLT_ORIGINAL_TIMESTAMP,
+        h.DLT_APP_ID,
         h.DLT_REASON,
         h.DLT_EXCEPTION_TYPE,
         h.DLT_EXCEPTION_MESSAGE,
@@ -84,6 +86,7 @@ async def test_main_then_each_tier_then_the_dlt_with_exact_headers(
         h.DLT_ORIGINAL_PARTITION: str(original.partition),
         h.DLT_ORIGINAL_OFFSET: str(original.offset),
         h.DLT_ORIGINAL_TIMESTAMP: str(original.timestamp_ms),
+        h.DLT_APP_ID: stream.app_id,
         h.DLT_REASON: "retries-exhausted",
         h.DLT_EXCEPTION_TYPE: "tests.integration.support.dlq_probe.ProbeFailure",
         h.DLT_EXCEPTION_MESSAGE: f"dlq-probe refuses the payment of {FAIL_USER}",
@@ -142,6 +145,8 @@ async def test_main_then_each_tier_then_the_dlt_with_exact_headers(
         "decided_by": None,
         "decision_note": None,
         "older_copy": False,
+        "waiting": [],
+        "app_id": stream.app_id,
         "unpublished": None,
     }
     table = await dlq("list", "--consumer", PROBE)

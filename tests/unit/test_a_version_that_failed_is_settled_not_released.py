@@ -27,6 +27,7 @@ from app.db.engine import create_engine
 from app.db.migrate import upgrade_to_head
 from app.db.tables import aggregate_version, failed_event, parked_event
 from app.trace.query import trace_event
+from dlq.commands import Target
 from dlq.errors import CommandError
 from dlq.gaps import Release, release
 
@@ -107,7 +108,9 @@ async def parked_detail(url: str) -> str:
 
 def released(url: str, execute: bool) -> str:
     console = Console(record=True, width=400)
-    asyncio.run(release(None, url, CONSUMER, ("Order", "o-7"), execute, console, Release("ops")))  # type: ignore[arg-type]
+    asyncio.run(
+        release(no_broker(url), CONSUMER, ("Order", "o-7"), execute, console, Release("ops"))
+    )
     return console.export_text()
 
 
@@ -125,7 +128,9 @@ def test_a_dead_version_is_named_with_replay_and_skip(tmp_path: Path) -> None:
     console = Console(record=True, width=400)
     with pytest.raises(CommandError, match=r"version\(s\) 2 were sent and failed"):
         # No broker client: the refusal comes before anything could be published.
-        asyncio.run(release(None, url, CONSUMER, ("Order", "o-7"), True, console, Release("ops")))  # type: ignore[arg-type]
+        asyncio.run(
+            release(no_broker(url), CONSUMER, ("Order", "o-7"), True, console, Release("ops"))
+        )
     assert f"version 2 failed (event ev-v2: dead, retries-exhausted): {remedy}" in (
         console.export_text()
     )
@@ -154,3 +159,8 @@ def test_a_version_never_sent_or_settled_is_released(
 
     assert "never sent? python -m dlq release" in asyncio.run(parked_detail(url))
     assert "would give up version(s) 2; add --execute" in released(url, execute=False)
+
+
+def no_broker(url: str) -> Target:
+    """A target whose broker is never asked (a refused release publishes nothing)."""
+    return Target(None, url, "orders.DLT", 60.0)  # type: ignore[arg-type]

@@ -135,6 +135,7 @@ def test_json_rows_carry_every_header_and_the_decision() -> None:
         "decision_note": None,
         "older_copy": False,
         "waiting": [],
+        "app_id": None,
         "unpublished": None,
     }
 
