@@ -169,7 +169,8 @@ class Executor:
     by: str
     note: str | None = None
     rate: float | None = None
-    app_id: str | None = None  # the deployment whose consumers its records are for
+    # The deployment whose consumers its records are for; None: each record's own.
+    app_id: str | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     _decided: set[FailureKey] = field(default_factory=set, init=False, repr=False)
@@ -212,7 +213,7 @@ class Executor:
         ):
             raise _NotDone(f"its status changed from {seen} meanwhile; list it again")
         skip = self.action is Action.SKIP
-        out = replay_record(dead.record, skip, entry.consumer, self.app_id)
+        out = replay_record(dead.record, skip, entry.consumer, self.app_id or dead.app_id)
         try:
             sent = await self.sender.send(out, dead.original_partition)
         except Exception as exc:  # this record failed; the run goes on with the next

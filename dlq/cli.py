@@ -162,9 +162,9 @@ def list_(
     """List the dead-letter records with their status, oldest failure first."""
     selection = _selection(None, event_id, consumer, reason, since, until, status, limit)
     target = _target(topic, timeout)
-    entries, left_out = _run(list_entries(target, selection), json)
-    if left_out:
-        err.print(left_out.removeprefix("; "))
+    entries, notes = _run(list_entries(target, selection), json)
+    for line in notes:
+        err.print(line)
     if json:
         typer.echo(render.rows_json(entries))
     else:
@@ -309,7 +309,9 @@ def _target(topic: str | None, timeout: float) -> Target:
         _fail(CommandError(str(exc)))
     base = topic or settings.order_topic
     dlt = base if base.endswith(DLT_SUFFIX) else dlt_topic(base)
-    return Target(clients, settings.database_url, dlt, timeout, settings.app_id)
+    # APP_ID set: that service's records; not set: every service's (one at a time).
+    app_id = settings.app_id if "app_id" in settings.model_fields_set else None
+    return Target(clients, settings.database_url, dlt, timeout, app_id)
 
 
 def _by(by: str | None) -> str:

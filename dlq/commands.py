@@ -37,11 +37,37 @@ class Target:
     database_url: str
     dlt: str
     timeout: float
-    app_id: str | None = None  # whose records it acts on (``APP_ID``); None: every one
+    # Whose records it acts on (``APP_ID`` when set); None: every deployment's, but a
+    # replay or skip only of one deployment's at a time (``one_deployment``).
+    app_id: str | None = None
 
     def ours(self, dead: DeadLetter) -> bool:
         """Whether ``dead`` is this deployment's (or was written before records said)."""
         return self.app_id is None or dead.app_id in (None, self.app_id)
+
+
+def mixed(entries: Sequence[Entry]) -> str:
+    """``records of several deployments (APP_ID a, b): ...`` when ``entries`` (read
+    without ``APP_ID``) hold them: their statuses come from one database."""
+    apps = sorted({entry.dead.app_id for entry in entries if entry.dead.app_id})
+    if len(apps) < 2:
+        return ""
+    return (
+        f"records of several deployments (APP_ID {', '.join(apps)}): each status comes "
+        "from DATABASE_URL, one deployment's database; set APP_ID to the service's"
+    )
+
+
+def one_deployment(entries: Sequence[Entry]) -> None:
+    """Refuse to act on the records of several deployments at once (the command not told
+    its ``APP_ID``): services reading one topic decide on their own failures."""
+    counted = Counter(entry.dead.app_id for entry in entries if entry.dead.app_id)
+    if len(counted) > 1:
+        apps = ", ".join(f"{app}: {n}" for app, n in sorted(counted.items()))
+        raise CommandError(
+            f"the selection holds records of several deployments (APP_ID {apps}): set "
+            "APP_ID to the service's to act on its records alone"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +84,15 @@ class Decision:
     for_consumers: tuple[str, ...] = ()
 
 
-async def list_entries(target: Target, selection: Selection) -> tuple[list[Entry], str]:
-    """The selected records with their status (``list``), and what of other deployments'
-    records was left out (``others``: a line to say, or ``""``)."""
+async def list_entries(target: Target, selection: Selection) -> tuple[list[Entry], list[str]]:
+    """The selected records with their status (``list``), and the lines to say about other
+    deployments' records (left out, or shown with statuses of another database)."""
     on_topic = await _read_topic(target)
     async with failure_store(target.database_url) as store:
         dead = await _read(store, on_topic, selection, target)
         entries = await _join(store, dead, selection, target)
-    return entries, others(target, list(map(DeadLetter.of, on_topic[0])))
+    notes = [others(target, list(map(DeadLetter.of, on_topic[0]))), mixed(entries)]
+    return entries, [note for note in notes if note]
 
 
 async def one_entry(
@@ -125,12 +152,9 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
                 "it all the same"
             )
         dead = await _read(store, on_topic, selection, target)
-        todo = plan(
-            await _join(store, dead, selection, target),
-            decision.action,
-            decision.force,
-            decision.for_consumers,
-        )
+        selected = await _join(store, dead, selection, target)
+        one_deployment(selected)
+        todo = plan(selected, decision.action, decision.force, decision.for_consumers)
         _explain(todo, decision, target, out)
         wanted = len(todo.act) + len(todo.settle)
         if wanted and not decision.execute:
@@ -193,19 +217,20 @@ async def _read(
         if missing is not None and not letters:
             raise missing
         left_out = others(target, letters)
-        raise NothingMatched(_nothing(target, selection, len(found), bool(left_out)) + left_out)
+        said = _nothing(target, selection, len(found), bool(left_out))
+        raise NothingMatched(f"{said}; {left_out}" if left_out else said)
     return dead
 
 
 def others(target: Target, letters: Sequence[DeadLetter]) -> str:
-    """``; left out, N record(s) of other deployments (APP_ID a: 3, b: 1), ...``, or ``""``:
+    """``left out, N record(s) of other deployments (APP_ID a: 3, b: 1), ...``, or ``""``:
     services reading one topic share its DLT, and each acts on its own records only."""
     counted = Counter(dead.app_id for dead in letters if not target.ours(dead))
     if not counted:
         return ""
     apps = ", ".join(f"{app}: {n}" for app, n in sorted(counted.items(), key=str))
     return (
-        f"; left out, {counted.total()} record(s) of other deployments (APP_ID {apps}), "
+        f"left out, {counted.total()} record(s) of other deployments (APP_ID {apps}), "
         f"this one being APP_ID {target.app_id}"
     )
 

@@ -52,11 +52,22 @@ def table(entries: Sequence[Entry], title: str | None = None) -> Table:
     ``outbox:<id>`` for one that never reached its topic (``notes`` says why).
 
     A plan that acts on poison for named consumers (``--for-consumer``) has one row per
-    record and consumer: a ``for`` column names the consumer each row is for.
+    record and consumer: a ``for`` column names the consumer each row is for. Records of
+    several deployments (read without ``APP_ID``) get an ``APP_ID`` column.
     """
     grid = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
     targeted = any(entry.target is not None for entry in entries)
-    names = ("DLT", "event id", "type", "aggregate", "consumer", *(("for",) if targeted else ()))
+    # Several services' records (the command not told its APP_ID): whose each one is.
+    deployments = len({entry.dead.app_id for entry in entries}) > 1
+    names = (
+        "DLT",
+        "event id",
+        "type",
+        "aggregate",
+        *(("APP_ID",) if deployments else ()),
+        "consumer",
+        *(("for",) if targeted else ()),
+    )
     for name in (*names, "reason"):
         # The long ids fold when the terminal is narrow; the short columns stay whole.
         grid.add_column(name, overflow="fold", no_wrap=name not in ("event id", "aggregate"))
@@ -76,6 +87,7 @@ def table(entries: Sequence[Entry], title: str | None = None) -> Table:
             dead.event_id or "-",
             dead.event_type or "-",
             aggregate(dead),
+            *((dead.app_id or "-",) if deployments else ()),
             dead.consumer or "(poison)",
             *((entry.consumer or "-",) if targeted else ()),
             dead.reason or "-",

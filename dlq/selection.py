@@ -147,13 +147,14 @@ def split_copies(entries: Iterable[Entry]) -> tuple[list[Entry], list[Entry]]:
     An event that died again after a replay has several copies in the DLT, all
     naming one ``failed_event`` row; the newest carries the right replay count.
     The entries of one record for different consumers (poison acted on for each
-    consumer named) are no copies of each other.
+    consumer named) are no copies of each other, nor are two deployments' records of one
+    event (services reading one topic, each with a consumer of that name).
     """
     listed = list(entries)
-    newest: dict[tuple[FailureKey, str | None] | int, Entry] = {}
+    newest: dict[tuple[FailureKey, str | None, str | None] | int, Entry] = {}
     for entry in listed:
         failure = entry.dead.failure_key
-        key = (failure, entry.target) if failure is not None else id(entry)
+        key = (failure, entry.target, entry.dead.app_id) if failure is not None else id(entry)
         kept = newest.get(key)
         if kept is None or _recency(entry) > _recency(kept):
             newest[key] = entry

@@ -27,7 +27,7 @@ from tests.conftest import unavailable
 from tests.integration.support.databases import CONNECT_TIMEOUT_SECONDS, POSTGRES_SERVER
 from tests.integration.support.session_broker import broker_kind
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.soak]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SMOKE_TIMEOUT_SECONDS = 540

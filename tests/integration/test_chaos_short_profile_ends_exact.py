@@ -37,7 +37,7 @@ import pytest
 
 from tests.conftest import unavailable
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.soak]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOAK_TIMEOUT_SECONDS = 420

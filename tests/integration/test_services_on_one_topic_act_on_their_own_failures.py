@@ -3,8 +3,9 @@ retry tiers and DLT, and each acts on its own failures only.
 
 Contract: billing and shipping (two ``APP_ID``s, two databases) both run ``dlq-probe``,
 which fails mallory's payment in both: each service dead-letters it once, its DLT record
-naming its deployment (``dlt-app-id``). Billing's ``python -m dlq list`` shows billing's
-record and says the other was left out, naming shipping's ``APP_ID``; billing's skip of
+naming its deployment (``dlt-app-id``). Billing's ``python -m dlq list`` (with billing's
+``APP_ID``) shows billing's record and says the other was left out, naming shipping's
+``APP_ID``; without ``APP_ID`` a skip of both is refused; billing's skip of
 it lets billing's probe take the version and apply the parked cancel, while shipping's
 probe, reading the same skip record, takes nothing: its version stays at 1, its cancel
 parked, its failure ``dead`` (a skip aimed at a consumer name made every service's
@@ -66,11 +67,20 @@ async def test_a_skip_by_one_service_leaves_the_others_consumer_of_that_name_alo
     letters = [DeadLetter.of(r) for r in await dead_letters(billing, 2, running)]
     assert sorted(d.app_id or "" for d in letters) == sorted([billing.app_id, shipping.app_id])
     dlq = DlqCommand(billing, database_url)
-    listed = await dlq("list", "--json")
+    as_billing = {"APP_ID": billing.app_id}
+    listed = await dlq("list", "--json", env=as_billing)
     assert [row["app_id"] for row in listed.json()] == [billing.app_id], listed.out
     assert f"1 record(s) of other deployments (APP_ID {shipping.app_id}: 1)" in listed.err
+    # Not told whose it is, the command shows both and acts on neither at once.
+    both = await dlq("list", "--json")
+    assert sorted(row["app_id"] for row in both.json()) == sorted([billing.app_id, shipping.app_id])
+    assert "records of several deployments" in both.err
+    mixed = await dlq("skip", "--event-id", paid["eventId"], "--execute")
+    assert mixed.code == 2, mixed.out + mixed.err
+    assert "several deployments" in mixed.err
 
-    done = await dlq("skip", "--event-id", paid["eventId"], "--execute", "--why", "voided")
+    skip = ("skip", "--event-id", paid["eventId"], "--execute", "--why", "voided")
+    done = await dlq(*skip, env=as_billing)
     assert done.code == 0, done.out + done.err
     await eventually(
         db.balances,

@@ -5,16 +5,23 @@ Contract: a DLT record says the deployment that wrote it (``dlt-app-id``); the c
 run with a service's ``APP_ID``, reads that service's records and those written before
 records said whose they are, and leaves the others out, saying how many of which
 ``APP_ID`` (an operator whose ``APP_ID`` is not the service's reads why the DLT looks
-empty). What it publishes (replay, skip) names its own ``APP_ID``, so that a consumer
-of the same name in another service leaves it alone.
+empty). Without ``APP_ID`` it reads every service's records, shows whose each is, and
+refuses to replay or skip a selection that holds several services' records. What it
+publishes (replay, skip) names the deployment, so that a consumer of the same name in
+another service leaves it alone.
 """
 
 from __future__ import annotations
 
+import pytest
+from rich.console import Console
+
 from dlq import headers as h
-from dlq.commands import Target, others
+from dlq import render
+from dlq.commands import Target, one_deployment, others
+from dlq.errors import CommandError
 from dlq.records import replay_record
-from tests.dlq_letters import DLT, letter
+from tests.dlq_letters import DLT, entry, letter
 
 BILLING = "billing"
 
@@ -44,7 +51,7 @@ def test_the_others_left_out_are_counted_by_deployment() -> None:
     said = others(target(BILLING), letters)
 
     assert said == (
-        "; left out, 3 record(s) of other deployments (APP_ID audit-team: 1, shipping: 2), "
+        "left out, 3 record(s) of other deployments (APP_ID audit-team: 1, shipping: 2), "
         "this one being APP_ID billing"
     )
     assert others(target(BILLING), letters[:1] + letters[-1:]) == ""
@@ -59,3 +66,26 @@ def test_a_replay_names_the_commands_deployment() -> None:
     assert headers[h.DLT_APP_ID] == BILLING.encode()
     assert headers[h.RETRY_CONSUMER_GROUP] == b"audit"
     assert [name for name, _ in out.headers].count(h.DLT_APP_ID) == 1
+
+
+def test_without_app_id_a_selection_of_several_deployments_is_refused() -> None:
+    theirs = [entry(letter(1, app_id=BILLING)), entry(letter(2, app_id="shipping"))]
+
+    with pytest.raises(
+        CommandError, match=r"several deployments \(APP_ID billing: 1, shipping: 1\)"
+    ):
+        one_deployment(theirs)
+    one_deployment([theirs[0], entry(letter(3))])  # one deployment, and a record of none
+
+
+def test_without_app_id_the_table_says_whose_each_record_is() -> None:
+    console = Console(width=250, record=True, color_system=None)
+    rows = [entry(letter(1, app_id=BILLING)), entry(letter(2, app_id="shipping"))]
+
+    console.print(render.table(rows))
+
+    lines = console.export_text().splitlines()
+    assert "APP_ID" in next(line for line in lines if "DLT" in line)
+    assert "shipping" in next(line for line in lines if "0:2" in line)
+    console.print(render.table(rows[:1]))
+    assert "APP_ID" not in console.export_text()

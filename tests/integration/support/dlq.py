@@ -93,7 +93,6 @@ class DlqCommand:
             BROKER_URL=self.stream.broker_url,
             DATABASE_URL=self.database_url,
             ORDER_TOPIC=self.stream.topic,
-            APP_ID=self.stream.app_id,  # the workers' (support.workers): their records
             USER=self.user,
         )
         return env
