@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -242,6 +242,18 @@ async def _serves(conn: Any, within: float) -> bool:
     return True
 
 
+def topic_errors(answer: Any) -> dict[str, int]:
+    """Each topic a metadata answer names, with its error code (0: none)."""
+    return {topic: code for code, topic, *_ in answer.topics}
+
+
+def unknown_topics(answer: Any, asked: Iterable[str]) -> set[str]:
+    """Of the topics ``asked`` about, those the metadata answer calls unknown or leaves out."""
+    errors = topic_errors(answer)
+    unknown = UnknownTopicOrPartitionError.errno
+    return {topic for topic in asked if errors.get(topic, unknown) == unknown}
+
+
 def _text(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
@@ -296,8 +308,7 @@ class BrokerCheck:
             raise BrokerUnreachable(
                 f"cannot reach the broker at {self._server}: no answer within {within:g} s"
             ) from None
-        unknown = UnknownTopicOrPartitionError.errno
-        self.missing_topics = sorted(t for code, t, *_ in answer.topics if code == unknown)
+        self.missing_topics = sorted(unknown_topics(answer, topics))
         return self._server
 
     def close(self) -> None:

@@ -51,14 +51,12 @@ from aiokafka.errors import (
     KafkaError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailed,
-    UnknownTopicOrPartitionError,
-    for_code,
 )
 from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from app.errors import BrokerDenied, BrokerRefused, BrokerUnreachable
-from app.kafka_clients import KafkaClients
+from app.kafka_clients import KafkaClients, unknown_topics
 from app.outbox.message import BadRow, Message
 from app.outbox.partitioner import RememberingPartitioner
 from app.outbox.recovered import already_sent
@@ -291,11 +289,7 @@ class KafkaBroker:
         client = self._producer.client
         request = MetadataRequest(sorted(topics), allow_auto_topic_creation=False)
         answer = await client.send(client.get_random_node(), request)
-        return {
-            topic
-            for error_code, topic, *_ in answer.topics
-            if topic in topics and for_code(error_code) is UnknownTopicOrPartitionError
-        } | (topics - {topic for _, topic, *_ in answer.topics})
+        return unknown_topics(answer, topics)
 
     async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
         """Of ``wanted`` (row id -> record, row's ``created_at``), the rows whose record is on

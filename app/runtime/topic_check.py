@@ -26,7 +26,6 @@ from aiokafka.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
-    UnknownTopicOrPartitionError,
 )
 from aiokafka.protocol.admin import CreateTopicsRequest
 from aiokafka.protocol.coordination import FindCoordinatorRequest
@@ -34,6 +33,7 @@ from aiokafka.protocol.metadata import MetadataRequest
 
 from app.broker_security import BrokerSecurity
 from app.errors import ConfigurationError
+from app.kafka_clients import topic_errors, unknown_topics
 from app.registry import Registry
 from app.settings import Settings
 from dlq.topics import dlt_topic, retry_topic
@@ -59,10 +59,11 @@ async def check_topics(conn: Any, topics: list[str], settings: Settings) -> None
     them) the cluster has too few brokers up to create."""
     created = [*topics, leader_topic(settings)] if settings.topics_declare else topics
     answer = await conn.send(MetadataRequest(created, allow_auto_topic_creation=False))
-    codes = {topic: code for code, topic, *_ in answer.topics}
+    codes = topic_errors(answer)
     denied_code = TopicAuthorizationFailedError.errno
     denied = [t for t in topics if codes.get(t) == denied_code]
-    missing = [t for t in created if codes.get(t) == UnknownTopicOrPartitionError.errno]
+    unknown = unknown_topics(answer, created)
+    missing = [t for t in created if t in unknown]
     problems = []
     if denied:
         problems.append(
