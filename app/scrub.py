@@ -30,27 +30,48 @@ PARAMETERS_HIDDEN = "[SQL parameters hidden]"
 
 # Each pattern keeps its groups and hides what lies between them. A value is taken to
 # run to the last closing mark on its line: a value holding the mark is hidden whole.
+# Each is tried only where its marker (a literal it cannot match without) is in the text:
+# a message of a megabyte without one costs a search for the marker, nothing more.
 _VALUES = [
-    (re.compile(r"^\[parameters: .*$", re.MULTILINE), PARAMETERS_HIDDEN),
-    (re.compile(r"(\bKey \([^\n]*?\)=\().*(\))"), rf"\g<1>{HIDDEN}\g<2>"),
-    (re.compile(r"(\bFailing row contains \().*(\))"), rf"\g<1>{HIDDEN}\g<2>"),
-    (re.compile(r"(\bDuplicate entry ').*(' for key)"), rf"\g<1>{HIDDEN}\g<2>"),
-    (re.compile(r"(\bIncorrect [\w ]+ value: ').*(' for column)"), rf"\g<1>{HIDDEN}\g<2>"),
-    (re.compile(r"(\binvalid input (?:syntax|value) for [^:\n]*: ).*"), rf"\g<1>{HIDDEN}"),
-    (re.compile(r"(\binvalid input for query argument \$\d+: ).*"), rf"\g<1>{HIDDEN}"),
+    ("[parameters: ", re.compile(r"^\[parameters: .*$", re.MULTILINE), PARAMETERS_HIDDEN),
+    (")=(", re.compile(r"(\bKey \([^\n]*?\)=\().*(\))"), rf"\g<1>{HIDDEN}\g<2>"),
+    ("Failing row", re.compile(r"(\bFailing row contains \().*(\))"), rf"\g<1>{HIDDEN}\g<2>"),
+    ("' for key", re.compile(r"(\bDuplicate entry ').*(' for key)"), rf"\g<1>{HIDDEN}\g<2>"),
+    (
+        "' for column",
+        re.compile(r"(\bIncorrect [\w ]+ value: ').*(' for column)"),
+        rf"\g<1>{HIDDEN}\g<2>",
+    ),
+    (
+        "invalid input ",
+        re.compile(r"(\binvalid input (?:syntax|value) for [^:\n]*: ).*"),
+        rf"\g<1>{HIDDEN}",
+    ),
+    (
+        "invalid input ",
+        re.compile(r"(\binvalid input for query argument \$\d+: ).*"),
+        rf"\g<1>{HIDDEN}",
+    ),
 ]
 # scheme://user:password@host: the password, whatever it is, up to the last @ of the
-# authority (an unencoded @ in a password belongs to it).
-_URL_PASSWORD = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)[^\s/]*@")
+# authority (an unencoded @ in a password belongs to it). The search starts only where a
+# run of scheme characters starts, and the scheme is its first letter on: tried at every
+# letter of a long word, it took time by the square of the word's length (a 900 kB
+# message held a worker's event loop for minutes).
+_URL_PASSWORD = re.compile(
+    r"(?<![a-zA-Z0-9+.-])([0-9+.-]*+[a-zA-Z][a-zA-Z0-9+.-]*+://[^\s:/@]*+:)[^\s/]*@"
+)
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` without bound parameters, quoted values, URL passwords and ``secrets``."""
     for secret in sorted(filter(None, secrets), key=len, reverse=True):
         text = text.replace(secret, HIDDEN)
-    text = _URL_PASSWORD.sub(rf"\g<1>{HIDDEN}@", text)
-    for pattern, replacement in _VALUES:
-        text = pattern.sub(replacement, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(rf"\g<1>{HIDDEN}@", text)
+    for marker, pattern, replacement in _VALUES:
+        if marker in text:
+            text = pattern.sub(replacement, text)
     return text.replace("\x00", "\\x00")
 
 
