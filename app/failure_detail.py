@@ -29,6 +29,10 @@ class FailureDetail(StrEnum):
     TYPE = "type"
 
 
+# A log line says this much of an exception's message (the DLT header holds 2,000).
+LINE_MESSAGE_LIMIT = 2_000
+
+
 @dataclass(frozen=True, slots=True)
 class ExceptionText:
     """What of one exception may be written down: ``type`` is ``module.QualifiedName``,
@@ -42,8 +46,16 @@ class ExceptionText:
 
     @property
     def line(self) -> str:
-        """``Name: message`` (``Name`` alone without one), for a log line."""
-        return f"{self.name}: {self.message}" if self.message else self.name
+        """``Name: message`` (``Name`` alone without one), for a log line: a message longer
+        than ``LINE_MESSAGE_LIMIT`` is cut there, saying how much more it had (the DLT
+        record and the ``failed_event`` row keep theirs, cut at their own limits)."""
+        message = self.message
+        if not message:
+            return self.name
+        if len(message) > LINE_MESSAGE_LIMIT:
+            more = len(message) - LINE_MESSAGE_LIMIT
+            message = f"{message[:LINE_MESSAGE_LIMIT]}... ({more:,} more characters)"
+        return f"{self.name}: {message}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,9 @@ logs). Whatever travels is scrubbed (``app.scrub``): no bound parameter, no valu
 database quoted, no password of a URL and no secret of the settings (the broker's
 passwords, the passwords in ``DATABASE_URL`` and ``REDIS_URL``). The setting is read in
 any case; a wrong value is one line naming ``FAILURE_DETAIL``. Every engine the framework
-makes hides bound parameters from its SQL errors.
+makes hides bound parameters from its SQL errors. A log line says at most 2,000
+characters of a message, and how many more it had (a handler's exception quoting a 900 kB
+body wrote 900 kB per failure into the log).
 """
 
 from __future__ import annotations
@@ -202,3 +204,11 @@ def logged(formatter: logging.Formatter, text: Any) -> str:
     finally:
         logger.removeHandler(handler)
     return stream.getvalue().rstrip("\n")
+
+
+def test_a_log_line_says_a_long_message_cut_and_how_much_more_it_had() -> None:
+    text = FailureDetailPolicy(FailureDetail.MESSAGE).describe(ValueError("w" * 900_000))
+
+    assert text.message == "w" * 900_000  # the DLT header and the row cut it at their limits
+    assert text.line == f"ValueError: {'w' * 2_000}... (898,000 more characters)"
+    assert FailureDetailPolicy().describe(ValueError("short")).line == "ValueError: short"
