@@ -63,11 +63,15 @@ def one_deployment(entries: Sequence[Entry]) -> None:
     its ``APP_ID``): services reading one topic decide on their own failures."""
     counted = Counter(entry.dead.app_id for entry in entries if entry.dead.app_id)
     if len(counted) > 1:
-        apps = ", ".join(f"{app}: {n}" for app, n in sorted(counted.items()))
         raise CommandError(
-            f"the selection holds records of several deployments (APP_ID {apps}): set "
-            "APP_ID to the service's to act on its records alone"
+            f"the selection holds records of several deployments (APP_ID {_each(counted)}): "
+            "set APP_ID to the service's to act on its records alone"
         )
+
+
+def _each(counted: Counter[str]) -> str:
+    """``a: 3, b: 1``: how many records of each deployment, by name."""
+    return ", ".join(f"{app}: {n}" for app, n in sorted(counted.items()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +93,9 @@ async def list_entries(target: Target, selection: Selection) -> tuple[list[Entry
     deployments' records (left out, or shown with statuses of another database)."""
     on_topic = await _read_topic(target)
     async with failure_store(target.database_url) as store:
-        dead = await _read(store, on_topic, selection, target)
+        dead, left_out = await _read(store, on_topic, selection, target)
         entries = await _join(store, dead, selection, target)
-    notes = [others(target, list(map(DeadLetter.of, on_topic[0]))), mixed(entries)]
-    return entries, [note for note in notes if note]
+    return entries, [note for note in (left_out, mixed(entries)) if note]
 
 
 async def one_entry(
@@ -117,7 +120,7 @@ async def one_entry(
     async with failure_store(target.database_url) as store:
         if dead is None:
             try:
-                dead = await _read(store, on_topic, selection, target)
+                dead, _ = await _read(store, on_topic, selection, target)
             except NothingMatched:
                 if position is None:
                     raise
@@ -151,7 +154,7 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
                 "applied or failed an event in this database (mistyped?); --force skips for "
                 "it all the same"
             )
-        dead = await _read(store, on_topic, selection, target)
+        dead, _ = await _read(store, on_topic, selection, target)
         selected = await _join(store, dead, selection, target)
         one_deployment(selected)
         todo = plan(selected, decision.action, decision.force, decision.for_consumers)
@@ -206,31 +209,31 @@ async def _read(
     on_topic: tuple[list[RawRecord], NothingMatched | None],
     selection: Selection,
     target: Target,
-) -> list[DeadLetter]:
+) -> tuple[list[DeadLetter], str]:
     """The records of the DLT and those that never reached it, through ``selection``'s
-    header filters."""
+    header filters, and what of other deployments' records was left out (``others``)."""
     records, missing = on_topic
     letters = [*map(DeadLetter.of, records), *await store.unpublished(target.dlt)]
     found = [dead for dead in letters if target.ours(dead)]
     dead = prefilter(found, selection)
+    left_out = others(target, letters)
     if not dead:
         if missing is not None and not letters:
             raise missing
-        left_out = others(target, letters)
         said = _nothing(target, selection, len(found), bool(left_out))
         raise NothingMatched(f"{said}; {left_out}" if left_out else said)
-    return dead
+    return dead, left_out
 
 
 def others(target: Target, letters: Sequence[DeadLetter]) -> str:
     """``left out, N record(s) of other deployments (APP_ID a: 3, b: 1), ...``, or ``""``:
     services reading one topic share its DLT, and each acts on its own records only."""
-    counted = Counter(dead.app_id for dead in letters if not target.ours(dead))
+    counted = Counter(dead.app_id or "" for dead in letters if not target.ours(dead))
     if not counted:
         return ""
-    apps = ", ".join(f"{app}: {n}" for app, n in sorted(counted.items(), key=str))
     return (
-        f"left out, {counted.total()} record(s) of other deployments (APP_ID {apps}), "
+        f"left out, {counted.total()} record(s) of other deployments (APP_ID "
+        f"{_each(counted)}), "
         f"this one being APP_ID {target.app_id}"
     )
 
