@@ -88,7 +88,8 @@ async def _trace(url: str, event_id: str) -> Trace:
     where = shown(url)
     try:
         async with engine.connect() as conn:
-            return await trace_event(conn, event_id, registered_consumers())
+            consumers = registered_consumers()
+            return await trace_event(conn, event_id, consumers, _handles if consumers else None)
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
         raise TraceError(f"cannot read {where}: {driver_said(exc)}") from exc
     finally:
@@ -112,6 +113,10 @@ def registered_consumers() -> list[str] | None:
         )
         return None
     return default_registry.consumers or None
+
+
+def _handles(consumer: str, event_type: str) -> bool:
+    return bool(default_registry.handlers_for(consumer, event_type))
 
 
 def _table(found: Trace) -> Table:

@@ -13,7 +13,7 @@ dead-letter records (filed under the event's id).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -77,11 +77,20 @@ class Trace:
         return bool(self.outbox) or any(f.state not in ("stale", "not seen") for f in self.findings)
 
 
+# Whether a consumer (first) runs a handler of an event type (second), as registered now.
+Handles = Callable[[str, str], bool]
+
+
 async def trace_event(
-    conn: AsyncConnection, event_id: str, consumers: Sequence[str] | None = None
+    conn: AsyncConnection,
+    event_id: str,
+    consumers: Sequence[str] | None = None,
+    handles: Handles | None = None,
 ) -> Trace:
     """The event's findings for every consumer (``consumers``: the registered ones, if known,
-    which lets the lookups use the tables' primary keys).
+    which lets the lookups use the tables' primary keys). ``handles``, where the handlers are
+    known: a registered consumer's dedup record of a type it has no handler of is shown as
+    its version taken, not as applied.
 
     ``event_id`` as a person types it: ``100001`` and ``"100001"`` both find the event a
     producer sent with ``"eventId": 100001`` or ``"eventId": "100001"`` (stored as the
@@ -89,13 +98,18 @@ async def trace_event(
     """
     spellings = id_spellings(event_id)
     for spelling in spellings[:-1]:
-        found = await _trace(conn, spelling, consumers)
+        found = await _trace(conn, spelling, consumers, handles)
         if found.found:
             return found
-    return await _trace(conn, spellings[-1], consumers)
+    return await _trace(conn, spellings[-1], consumers, handles)
 
 
-async def _trace(conn: AsyncConnection, event_id: str, consumers: Sequence[str] | None) -> Trace:
+async def _trace(
+    conn: AsyncConnection,
+    event_id: str,
+    consumers: Sequence[str] | None,
+    handles: Handles | None,
+) -> Trace:
     consumed = await _rows(conn, consumed_event, event_id, consumers)
     parked = await _rows(conn, parked_event, event_id, consumers)
     # Read with * so that columns the failure handling adds or renames never break tracing.
@@ -127,11 +141,8 @@ async def _trace(conn: AsyncConnection, event_id: str, consumers: Sequence[str] 
         skipped = any(
             row.get("status") == "skipped" for row in failed if row["consumer_group"] in (name, "")
         )
-        mine += [
-            _taken(row) if skipped else _applied(row)
-            for row in consumed
-            if row["consumer_group"] == name
-        ]
+        runs = handles if name in (consumers or ()) else None
+        mine += [_consumed(row, skipped, runs) for row in consumed if row["consumer_group"] == name]
         for row in parked:
             if row["consumer_group"] == name:
                 blocker = await _blocker(conn, row, (last or 0) + 1)
@@ -213,6 +224,20 @@ async def _versions(
     return {consumer: last for consumer, last in await conn.execute(query)}
 
 
+def _consumed(row: Mapping[str, Any], skipped: bool, handles: Handles | None) -> Finding:
+    """A dedup record: an operator's skip (``skipped``), a type the consumer has no handler
+    of (where ``handles`` knows), or an application."""
+    if skipped:
+        return _taken(row)
+    if (
+        handles is not None
+        and row["event_type"]
+        and not handles(row["consumer_group"], row["event_type"])
+    ):
+        return _passed(row)
+    return _applied(row)
+
+
 def _applied(row: Mapping[str, Any]) -> Finding:
     version = row["aggregate_version"]
     detail = f"version {version} applied" if version is not None else "applied (unversioned)"
@@ -224,6 +249,13 @@ def _taken(row: Mapping[str, Any]) -> Finding:
     what = f"version {version} taken" if version is not None else "taken"
     detail = f"{what} by an operator's skip, its handlers not run"
     return Finding(row["consumer_group"], "skipped", _moment(row["applied_at"]), detail)
+
+
+def _passed(row: Mapping[str, Any]) -> Finding:
+    version = row["aggregate_version"]
+    what = f"version {version} taken" if version is not None else "taken"
+    detail = f"{what}; no handler of {row['event_type']} registered for this consumer"
+    return Finding(row["consumer_group"], "no handler", _moment(row["applied_at"]), detail)
 
 
 async def _blocker(

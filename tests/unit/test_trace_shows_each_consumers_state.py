@@ -4,8 +4,10 @@ Contract: from the framework's tables, per consumer: applied (when, which
 version), parked (which version it waits for: the aggregate's last version + 1),
 stale (no row, the aggregate already at or past the event's version), failed
 (status, reason and attempts from ``failed_event``, whatever columns it has),
-poison (no consumer's), and skipped by an operator (the version taken when the skip
-was, its handlers not run: its dedup record is no application); and the event's
+poison (no consumer's), skipped by an operator (the version taken when the skip
+was, its handlers not run: its dedup record is no application), and, where the
+registered handlers are known, a type the consumer has no handler of (its version
+taken, nothing applied); and the event's
 outbox rows (its own, written by this database's service, and its retry and DLT
 records), also for an event no consumer has seen yet. ``--json`` prints the same as
 one JSON document. An eventId nobody recorded exits 1 with a message saying why that
@@ -228,6 +230,23 @@ def test_a_skipped_event_is_not_shown_as_applied(database_url: str) -> None:
     assert mine[1:] == [
         ("skipped", SKIPPED_AT, "version 3 taken by an operator's skip, its handlers not run")
     ]
+
+
+def test_a_type_without_a_handler_is_not_shown_as_applied(database_url: str) -> None:
+    async def traced_knowing(handled: set[tuple[str, str]]) -> Any:
+        engine = create_engine(database_url)
+        async with engine.connect() as conn:
+            found = await trace_event(conn, EVENT, CONSUMERS, lambda *pair: pair in handled)
+        await engine.dispose()
+        return {f.consumer: (f.state, f.detail) for f in found.findings}
+
+    states = asyncio.run(traced_knowing(set()))
+    assert states["points-service"] == (
+        "no handler",
+        "version 2 taken; no handler of OrderPaid registered for this consumer",
+    )
+    states = asyncio.run(traced_knowing({("points-service", "OrderPaid")}))
+    assert states["points-service"] == ("applied", "version 2 applied")
 
 
 def test_poison_is_nobodys(database_url: str) -> None:
