@@ -29,8 +29,16 @@ class FailureDetail(StrEnum):
     TYPE = "type"
 
 
-# A log line says this much of an exception's message (the DLT header holds 2,000).
+# A log line says this much of an exception's message (the DLT header holds 2,000), and
+# its stack trace this much of the trace (the DLT header holds 8,000).
 LINE_MESSAGE_LIMIT = 2_000
+LOG_TRACE_LIMIT = 8_000
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +57,18 @@ class ExceptionText:
         """``Name: message`` (``Name`` alone without one), for a log line: a message longer
         than ``LINE_MESSAGE_LIMIT`` is cut there, saying how much more it had (the DLT
         record and the ``failed_event`` row keep theirs, cut at their own limits)."""
-        message = self.message
-        if not message:
+        if not self.message:
             return self.name
-        if len(message) > LINE_MESSAGE_LIMIT:
-            more = len(message) - LINE_MESSAGE_LIMIT
-            message = f"{message[:LINE_MESSAGE_LIMIT]}... ({more:,} more characters)"
-        return f"{self.name}: {message}"
+        return f"{self.name}: {_cut(self.message, LINE_MESSAGE_LIMIT)}"
+
+    @property
+    def logged_trace(self) -> str | None:
+        """The stack trace for a log record, cut at ``LOG_TRACE_LIMIT`` as ``line`` is (its
+        last lines repeat the message: an exception quoting a whole body would put the body
+        in every log record)."""
+        if self.stacktrace is None:
+            return None
+        return _cut(self.stacktrace.rstrip("\n"), LOG_TRACE_LIMIT)
 
 
 @dataclass(frozen=True, slots=True)

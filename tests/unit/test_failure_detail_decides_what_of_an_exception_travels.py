@@ -11,8 +11,9 @@ database quoted, no password of a URL and no secret of the settings (the broker'
 passwords, the passwords in ``DATABASE_URL`` and ``REDIS_URL``). The setting is read in
 any case; a wrong value is one line naming ``FAILURE_DETAIL``. Every engine the framework
 makes hides bound parameters from its SQL errors. A log line says at most 2,000
-characters of a message, and how many more it had (a handler's exception quoting a 900 kB
-body wrote 900 kB per failure into the log).
+characters of a message, and its traceback at most 8,000 of the trace, each with how many
+more it had (a handler's exception quoting a 900 kB body wrote 900 kB per failure into the
+log).
 """
 
 from __future__ import annotations
@@ -212,3 +213,19 @@ def test_a_log_line_says_a_long_message_cut_and_how_much_more_it_had() -> None:
     assert text.message == "w" * 900_000  # the DLT header and the row cut it at their limits
     assert text.line == f"ValueError: {'w' * 2_000}... (898,000 more characters)"
     assert FailureDetailPolicy().describe(ValueError("short")).line == "ValueError: short"
+
+
+def test_a_logged_traceback_is_cut_as_the_line_is() -> None:
+    try:
+        raise ValueError("w" * 900_000)
+    except ValueError as exc:
+        text = FailureDetailPolicy(FailureDetail.FULL).describe(exc)
+
+    assert text.stacktrace is not None and len(text.stacktrace) > 900_000  # the DLT cuts it
+    plain = logged(logging.Formatter(TEXT_FORMAT), text)
+    json_line = orjson.loads(logged(JsonFormatter(), text))
+    assert len(plain) < 8_000 + 2_000 + 200 and len(json_line["exc"]) < 8_000 + 30
+    assert "[WARNING]" in plain and "Traceback (most recent call last):" in plain
+    assert json_line["exc"].endswith(
+        f"... ({len(text.stacktrace.rstrip()) - 8_000:,} more characters)"
+    )
