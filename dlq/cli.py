@@ -31,7 +31,7 @@ from dlq.actions import Action
 from dlq.commands import Decision, Target, act, list_entries, one_entry
 from dlq.dead import FailureStatus
 from dlq.errors import CommandError, NothingMatched
-from dlq.gaps import Release, release
+from dlq.gaps import Release, release, unnamed_release
 from dlq.policy import DeadReason
 from dlq.selection import Selection, parse_moment, parse_position
 from dlq.topics import DLT_SUFFIX, dlt_topic
@@ -264,6 +264,8 @@ def release_(
     if not (colon and agg_type and agg_id):
         raise typer.BadParameter("name the aggregate as <aggregateType>:<aggregateId>")
     target = _target(None, RELEASE_TIMEOUT_SECONDS)
+    if execute and target.app_id is None:
+        err.print(unnamed_release(consumer))
     decision = Release(_by(by), why)
     _run(release(target, consumer, (agg_type, agg_id), execute, out, decision))
 

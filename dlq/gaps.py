@@ -196,3 +196,12 @@ async def release(
         f"gave up version(s) {versions} as {decision.by}{why}: {consumer} takes them and "
         "applies its parked events"
     )
+
+
+def unnamed_release(consumer: str) -> str:
+    """What a release without ``APP_ID`` publishes: skip records no deployment is named on."""
+    return (
+        f"note: APP_ID is not set: the skip records name no deployment, so every service's "
+        f"consumer {consumer!r} reading this topic takes them (set APP_ID to the service's "
+        "where several services read the topic)"
+    )

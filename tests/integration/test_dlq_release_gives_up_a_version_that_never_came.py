@@ -4,7 +4,8 @@ Contract: a consumer that took version 1 of an aggregate and then version 3 park
 while 2 is missing. ``release --consumer C --aggregate <type>:<id>`` names the gap (last
 applied 1, parked from 3) and the version it would give up, changing nothing; with
 ``--execute`` it publishes one skip record for version 2 to the parked event's
-partition, saying who gave it up and why (``--by``, ``--why``): the consumer takes
+partition, saying who gave it up and why (``--by``, ``--why``), and, without ``APP_ID``,
+a note that the records name no deployment: the consumer takes
 version 2 without a handler and applies the parked 3, once. Released again, nothing
 waits: exit code 1, nothing published. A skip record the broker does not take (the
 parked event's partition is gone) is one line, exit code 2, and so is a consumer no row
@@ -68,6 +69,7 @@ async def test_release_takes_the_missing_version_and_the_parked_one_applies(
     assert done.code == 0, done.err
     assert "version 2: skip record published at" in done.out, done.out
     assert "as ops-anna (deleted from the outbox by hand)" in done.out, done.out
+    assert "APP_ID is not set: the skip records name no deployment" in done.err, done.err
     balances = await eventually(
         db.balances,
         lambda b: "alice/cancelled" in b,
