@@ -61,10 +61,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import metrics
 from app.db.dialect import backend
+from app.db.said import driver_said
 from app.outbox import settle
 from app.outbox.broker import breaks_sequence, denial, is_row_fault
 from app.outbox.by_status import topics_waited_for
@@ -1018,7 +1020,10 @@ def _too_large(future: asyncio.Future[Any]) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    name, text = type(exc).__name__, scrub(str(exc)).strip()
+    """``Type: what it says`` in one line: a database error says what its driver said (not
+    SQLAlchemy's statement and link), scrubbed."""
+    name = type(exc).__name__
+    text = driver_said(exc) if isinstance(exc, SQLAlchemyError) else scrub(str(exc)).strip()
     if not text:
         return name
     return text if text.startswith(name) else f"{name}: {text}"
