@@ -120,7 +120,7 @@ class ChaosBrokers:
         the partition and its record count (the end offset; nothing is deleted)."""
         async with asyncio.timeout(LOOKUP_TIMEOUT_SECONDS):
             leaders = await _leaders(self.bootstrap, topic)
-            ends = await _end_offsets(self.bootstrap, topic, sorted(leaders))
+            ends = await end_offsets(self.bootstrap, topic, sorted(leaders))
         partition = max(ends, key=lambda p: (ends[p], -p))
         leader = leaders[partition]
         node = next((n for n in self.cluster.nodes if n.node_id == leader), None)
@@ -141,7 +141,7 @@ async def _leaders(bootstrap: str, topic: str) -> dict[int, int]:
     return {int(p["partition"]): int(p["leader"]) for p in partitions}
 
 
-async def _end_offsets(bootstrap: str, topic: str, partitions: list[int]) -> dict[int, int]:
+async def end_offsets(bootstrap: str, topic: str, partitions: list[int]) -> dict[int, int]:
     """partition -> its end offset (a consumer without a group: it joins nothing)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()

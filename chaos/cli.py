@@ -13,7 +13,7 @@ from rich.console import Console
 
 from app.demo.local import BROKER_KINDS
 from chaos.profile import PROFILES, with_overrides
-from chaos.run import DEFAULT_HOME, CannotRun, Options, run_soak
+from chaos.run import DEFAULT_HOME, SOURCES, CannotRun, Options, run_soak
 
 CAPTURED_WIDTH = 140
 
@@ -42,6 +42,13 @@ def main(
     keep: Annotated[
         bool, typer.Option("--keep", help="Keep the database and the logs afterwards.")
     ] = False,
+    source: Annotated[
+        str,
+        typer.Option(
+            help="direct (one producer straight to the topic) or outbox (an order service's "
+            "outbox, two relays SIGKILLed on schedule)."
+        ),
+    ] = "direct",
 ) -> None:
     """Drive workers, database, Redis and broker through scheduled faults; check every effect."""
     if profile not in PROFILES:
@@ -50,8 +57,10 @@ def main(
         raise typer.BadParameter("postgresql or mariadb", param_hint="--database")
     if broker not in BROKER_KINDS:
         raise typer.BadParameter(" or ".join(BROKER_KINDS), param_hint="--broker")
+    if source not in SOURCES:
+        raise typer.BadParameter(" or ".join(SOURCES), param_hint="--source")
     chosen = with_overrides(PROFILES[profile], events=events, rate=rate, seed=seed)
-    options = Options(chosen, database, home, json_out, keep, broker)
+    options = Options(chosen, database, home, json_out, keep, broker, source)
     console = Console() if sys.stdout.isatty() else Console(width=CAPTURED_WIDTH)
     if chosen.brokers > 1 and broker != "kafka":
         console.print(

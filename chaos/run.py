@@ -34,6 +34,7 @@ from chaos.commands import CommandFailed
 from chaos.database import ChaosDatabase, ServerUnavailable, server
 from chaos.faults import Injector, Targets
 from chaos.group import wait_until_assigned
+from chaos.outbox_source import OutboxSource
 from chaos.outcome import Outcome
 from chaos.profile import Profile
 from chaos.proxy import TcpProxy
@@ -51,6 +52,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_HOME = Path(tempfile.gettempdir()) / "effectively-once-chaos"
 SESSION_TIMEOUT_SECONDS = 6  # Tansu holds a group join for half of it
 DRAIN_POLL_SECONDS = 1.0
+SOURCES = ("direct", "outbox")  # the producer sides ``--source`` names (``chaos.source``)
 # What a soak may meet from the outside; anything else is a bug of the soak (a traceback).
 EXPECTED_FAILURES = (
     CommandFailed,
@@ -76,6 +78,7 @@ class Options:
     json_out: Path | None = None
     keep: bool = False
     broker: str = "kafka"  # or "tansu" (see app.demo.local)
+    source: str = "direct"  # one of SOURCES
 
 
 async def run_soak(options: Options, console: Console) -> int:
@@ -142,7 +145,7 @@ async def _soak(
         with console.status(f"starting {profile.workers} workers"):
             workers.start()
             await wait_until_assigned(workers, stage.topic, profile.partitions)
-        source: Source = DirectProducer(stage.bootstrap, stage.topic)
+        source = await _source(options, stage, workdir, stack)
         outcome.source = source.label
         await source.start()
         stack.push_async_callback(source.stop)
@@ -152,6 +155,29 @@ async def _soak(
             outcome.findings = await verify(
                 stage.database.url(stage.name), stage.broker_url, stage.topic, workload
             )
+
+
+async def _source(options: Options, stage: _Stage, workdir: Path, stack: AsyncExitStack) -> Source:
+    """The producer side ``options`` name; ``outbox``: the order service's database is one
+    of its own on the soak's server (``stack`` drops it), its relays reach it through the
+    database proxy."""
+    if options.source == "direct":
+        return DirectProducer(stage.bootstrap, stage.topic)
+    name = f"{stage.name}_orders"
+    await stage.database.create_database(name)
+    if not options.keep:
+        stack.push_async_callback(stage.database.drop_database, name)
+    await upgrade_to_head(stage.database.url(name))
+    profile = options.profile
+    relay_env = {
+        **_worker_env(profile, stage),
+        "DATABASE_URL": stage.database.url(name, port=stage.database_proxy.port),
+        "RELAY_METRICS_PORT": "0",  # two relays on one host
+    }
+    return OutboxSource(
+        stage.database.url(name), relay_env, workdir, stage.bootstrap, stage.topic,
+        profile.partitions,
+    )  # fmt: skip
 
 
 async def _set_stage(

@@ -2,12 +2,8 @@
 
 A ``Source`` is a pluggable piece, so that the way events are produced can change
 without touching the rest of the soak. ``DirectProducer`` is a foreign service
-producing straight to Kafka. An outbox source would instead write the records into
-``outbox_event`` as an order service does, at the same pace, and run two relays that
-ship them (``WorkerPool(2, env, workdir, program=[sys.executable, "-m", "app",
-"relay"], prefix="r")``); it exposes that pool as ``processes``, and the schedule
-then SIGKILLs a relay every ``relay_kill_every`` seconds, restarted like a worker.
-Its ``ends`` are the topic's end offsets once every row it wrote is published.
+producing straight to Kafka; ``chaos.outbox_source.OutboxSource`` an order service
+writing its outbox, with two relays the schedule SIGKILLs (its ``processes``).
 """
 
 from __future__ import annotations
@@ -15,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -33,7 +30,11 @@ class Source(Protocol):
     """Puts records on the topic at a pace, and says how far each partition got."""
 
     label: str
-    resends: int  # records sent again after a failed or unanswered send (may duplicate)
+
+    @property
+    def resends(self) -> int:
+        """Records sent again after a failed or unanswered send (may duplicate)."""
+        ...
 
     @property
     def processes(self) -> WorkerPool | None:
@@ -90,13 +91,18 @@ class DirectProducer:
         """Connect to the broker."""
         await self._producer.start()
 
-    async def feed(self, records: Sequence[Record], rate: float) -> None:
-        """Send ``records`` at ``rate`` per second, then wait until each one is acknowledged."""
+    async def feed(
+        self, records: Sequence[Record], rate: float, places: Sequence[int] | None = None
+    ) -> None:
+        """Send ``records`` at ``rate`` per second, then wait until each one is acknowledged;
+        ``places``: each record's place in a longer send order that ``rate`` paces (ascending;
+        None: the records are the whole order)."""
         started = time.monotonic()
         inflight: set[asyncio.Future[object]] = set()
         sent = 0
         while sent < len(records) or inflight or self._retry:
-            due = min(len(records), int((time.monotonic() - started) * rate) + 1)
+            due = int((time.monotonic() - started) * rate) + 1
+            due = min(len(records), due if places is None else bisect_left(places, due))
             while self._retry:
                 inflight.add(await self._send(self._retry.pop(0)))
             while sent < due:
