@@ -16,7 +16,21 @@ _TYPES: set[str] = set()  # the eventTypes of _MODELS, asked once per outcome
 
 
 def event_model(event_type: str, version: int = 1) -> Callable[[ModelT], ModelT]:
-    """Register the decorated pydantic model as the payload of ``event_type`` at ``version``."""
+    """Register the decorated pydantic model as the payload of ``event_type`` at ``version``.
+
+    ``event_type`` is the ``eventType`` producers send, spelt exactly (no space around it);
+    ``version`` its ``eventVersion``, a whole number from 1. Anything else is refused here,
+    at import, rather than making every such event poison later."""
+    if not isinstance(event_type, str) or not event_type or event_type != event_type.strip():
+        raise ConfigurationError(
+            f"@event_model: the event type must be the eventType producers send, spelt "
+            f"exactly without surrounding spaces; got {event_type!r}"
+        )
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ConfigurationError(
+            f"@event_model({event_type!r}): version must be a whole number from 1 (the "
+            f"eventVersion producers send, e.g. version=2); got {version!r}"
+        )
 
     def register(model: ModelT) -> ModelT:
         existing = _MODELS.get((event_type, version))

@@ -7,7 +7,9 @@ payload model registered (the message names the module to register it in), the
 consumer name is empty, longer than 100 characters or has surrounding spaces,
 ``non_retryable`` holds anything but exception types, ``emits`` anything but a tuple of
 names Kafka accepts as topics, or the same function is registered twice for one
-event type and consumer.
+event type and consumer. ``@event_model(event_type, version)`` refuses an event type
+that is not a string spelt without surrounding spaces and a version that is not a whole
+number from 1 (``"2"``, ``0``, ``True``), before registering anything.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from app.errors import ConfigurationError
 from app.registry import Registry, handler
+from schemas.registry import event_model, model_count
 
 
 async def good(event: Any, ctx: Any) -> None:
@@ -129,3 +133,27 @@ def test_the_same_function_twice_for_one_event_and_consumer_is_rejected() -> Non
         handler("OrderPaid", consumer="points", registry=registry)(good)
 
     assert len(registry.handlers_for("points", "OrderPaid")) == 1
+
+
+@pytest.mark.parametrize(
+    ("event_type", "version", "message"),
+    [
+        ("CrateSealed", "2", "version must be a whole number from 1"),
+        ("CrateSealed", 0, "version must be a whole number from 1"),
+        ("CrateSealed", True, "version must be a whole number from 1"),
+        ("CrateSealed ", 1, "spelt exactly without surrounding spaces"),
+        ("", 1, "spelt exactly without surrounding spaces"),
+    ],
+)
+def test_an_event_model_of_a_wrong_type_or_version_is_refused(
+    event_type: Any, version: Any, message: str
+) -> None:
+    before = model_count()
+
+    with pytest.raises(ConfigurationError, match=message):
+
+        @event_model(event_type, version=version)
+        class CrateSealed(BaseModel):
+            crate: str
+
+    assert model_count() == before
