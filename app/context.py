@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.outbox.event import NewEvent
 
-AfterCommit = Callable[[], Awaitable[None]]
+AfterCommit = Callable[[], Awaitable[None] | None]
+"""An ``async def`` function of no arguments, or a plain one."""
 
 
 @dataclass(slots=True)
@@ -32,7 +33,9 @@ class HandlerContext:
     _emitted: list[dict[str, Any]] = field(default_factory=list)
 
     def after_commit(self, callback: AfterCommit) -> None:
-        """Run ``callback`` once the batch's transaction has committed (never if it rolls back)."""
+        """Run ``callback`` once the batch's transaction has committed (never if it rolls back):
+        an ``async def`` function of no arguments is awaited, for at most 30 s (the batch's
+        offsets wait for it), a plain one called; at most once either way."""
         self._after_commit.append(callback)
 
     def emit(self, *events: NewEvent) -> list[str]:

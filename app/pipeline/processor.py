@@ -44,6 +44,7 @@ redelivers the rest).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -96,6 +97,9 @@ RERUN_HANDLER_FAILED = "handler-failed"
 RERUN_ESCALATED = "escalated"
 # How long a committed consumer's publishing may go on after its batch was cancelled.
 AFTER_COMMIT_GRACE_SECONDS = 10.0
+# How long one after-commit callback may run: the batch's offsets wait for its callbacks,
+# so one that never returns (an HTTP call without a timeout) would hold its partitions.
+AFTER_COMMIT_LIMIT_SECONDS = 30.0
 # A failure whose record is on its way back (a retry tier's, an operator's replay): if that
 # record turns out to be poison, it is dead-lettered again.
 AWAITING_RECORD = frozenset({FailureStatus.RETRYING.value, FailureStatus.REPLAYED.value})
@@ -118,6 +122,7 @@ class BatchProcessor:
     prefilter: Lookup | None = None
     escalate_after: int = 3
     app_id: str | None = None  # the deployment this is: another's records are left alone
+    after_commit_limit: float = AFTER_COMMIT_LIMIT_SECONDS
 
     @property
     def decodes_first(self) -> bool:
@@ -211,7 +216,7 @@ class BatchProcessor:
         # Committed with its failures' records in the outbox: the relay ships them.
         if batch.outbox_rows:
             self._outbox_written()
-        await _run_after_commit(batch.ctx, self.router.detail)
+        await _run_after_commit(batch.ctx, self.router.detail, self.after_commit_limit)
         await remember_applied(self.prefilter, consumer, batch.outcomes)
 
     async def _until_done(
@@ -438,11 +443,30 @@ def _note_unknown_types(events: list[Decoded]) -> None:
         )
 
 
-async def _run_after_commit(ctx: HandlerContext, detail: FailureDetailPolicy) -> None:
+async def _run_after_commit(
+    ctx: HandlerContext, detail: FailureDetailPolicy, limit: float
+) -> None:
+    """Run the batch's after-commit callbacks in order: an ``async`` one awaited for at most
+    ``limit`` seconds, a plain one called. One that fails or overruns is logged and left;
+    the transaction stays committed and the callbacks after it run."""
     for callback in ctx._after_commit:
+        window = asyncio.timeout(limit)
         try:
-            await callback()
+            result = callback()
+            if inspect.isawaitable(result):
+                async with window:
+                    await result
         except Exception as exc:
+            if isinstance(exc, TimeoutError) and window.expired():
+                log.error(
+                    "%s: after-commit callback %s did not finish within %gs and was "
+                    "abandoned; the transaction stays committed (give its outside call a "
+                    "timeout of its own)",
+                    ctx.consumer,
+                    _name(callback),
+                    limit,
+                )
+                continue
             text = detail.describe(exc)
             log_failure(
                 log,
@@ -452,3 +476,7 @@ async def _run_after_commit(ctx: HandlerContext, detail: FailureDetailPolicy) ->
                 ctx.consumer,
                 text.line,
             )
+
+
+def _name(callback: Callable[[], object]) -> str:
+    return getattr(callback, "__qualname__", None) or repr(callback)

@@ -7,11 +7,19 @@ whose handler failed (that event's savepoint rolled back, or the batch's first
 attempt), nor for an attempt that an infrastructure failure rolled back; it runs
 once for the attempt that finally commits (a retry tier's, for an event that
 failed). A callback that raises does not undo the commit and does not stop the
-callbacks after it.
+callbacks after it. A plain (not ``async``) callback is called, without an error. An
+``async`` one that runs past the limit (``after_commit_limit``, 30 s by default) is
+abandoned with an ERROR naming it, and the callbacks after it run: one that never
+returns (an HTTP call without a timeout) held its batch's offsets, and the worker, for
+ever.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.context import HandlerContext
@@ -147,3 +155,53 @@ async def test_a_failing_callback_keeps_the_commit_and_the_callbacks_after_it(
     assert sent == ["e2"]
     assert await db.effects() == ["e1", "e2"]
     assert await db.consumed("notification") == ["e1", "e2"]
+
+
+async def test_a_plain_callback_is_called(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sent: list[str] = []
+
+    @handler("OrderPaid", consumer="notification", registry=registry)
+    async def on_paid(event: Event, ctx: HandlerContext) -> None:
+        ctx.after_commit(lambda: sent.append(event.event_id))
+
+    with caplog.at_level(logging.ERROR):
+        outcomes = await make_processor().process([records.event("e1")])
+
+    assert kinds(outcomes) == [("e1", Kind.APPLIED)]
+    assert sent == ["e1"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_callback_that_never_returns_is_abandoned_at_the_limit(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sent: list[str] = []
+
+    @handler("OrderPaid", consumer="notification", registry=registry)
+    async def on_paid(event: Event, ctx: HandlerContext) -> None:
+        async def call_without_timeout() -> None:
+            await asyncio.Event().wait()
+
+        async def send() -> None:
+            sent.append(event.event_id)
+
+        ctx.after_commit(call_without_timeout)
+        ctx.after_commit(send)
+
+    with caplog.at_level(logging.ERROR):
+        outcomes = await asyncio.wait_for(
+            make_processor(after_commit_limit=0.2).process([records.event("e1")]), 10
+        )
+
+    assert kinds(outcomes) == [("e1", Kind.APPLIED)]
+    assert sent == ["e1"]
+    [said] = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "call_without_timeout did not finish within 0.2s and was abandoned" in said
