@@ -17,6 +17,8 @@
      ├── EventError                the event's own fault: it is routed, never retried in place
      │    ├── RetryableError       a handler failed; the event may succeed later
      │    ├── PermanentError       a handler says retrying cannot help (non-retryable)
+     │    │    └── EventIdReused    the eventId is another event's, which this consumer
+     │    │                         applied or parked: a producer reused the id
      │    └── PoisonError          the bytes cannot become an event at all
      │         ├── UndecodableError      not JSON, or not a JSON object
      │         ├── InvalidSchemaError    the envelope or its ``data`` fails validation
@@ -75,6 +77,12 @@ class PermanentError(EventError):
     """A handler failed in a way no retry can fix; the event goes to the DLT directly."""
 
     reason = "non-retryable"
+
+
+class EventIdReused(PermanentError):
+    """The event's eventId names another event (another aggregate or version) that this
+    consumer applied or parked: a producer reused the id. It is not a duplicate, and it
+    cannot take effect under that id; it goes to the DLT."""
 
 
 class PoisonError(EventError):

@@ -8,7 +8,7 @@ from enum import StrEnum
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import HandlerContext
-from app.errors import InfrastructureError, InvalidOutboxEvent, PermanentError
+from app.errors import EventIdReused, InfrastructureError, InvalidOutboxEvent, PermanentError
 from app.pipeline.classify import Fault, fault_of, is_data_error, through_a_dependency
 from app.pipeline.decode import Decoded
 from app.registry import HandlerSpec
@@ -70,6 +70,26 @@ class HandlerFailed(EventFailed):
         if is_data_error(self.cause):
             return PermanentError.reason
         return "retryable"
+
+
+class ReusedEventId(EventFailed):
+    """The event's eventId is another event's (``EventIdReused``): it goes to the DLT."""
+
+    def __init__(self, event_id: str, recorded: str, this: str) -> None:
+        super().__init__(
+            "eventId reused",
+            EventIdReused(
+                f"eventId {event_id} is {recorded}'s, which this consumer applied or parked; "
+                f"this event is {this}: a producer reused the id. Not applied (its id "
+                "cannot take effect twice): send it again under an eventId of its own, "
+                "or give its version up (python -m dlq skip or release)"
+            ),
+        )
+
+    @property
+    def reason(self) -> str:
+        """``non-retryable``: no attempt changes whose the id is."""
+        return PermanentError.reason
 
 
 class RecordRefused(EventFailed):

@@ -39,7 +39,14 @@ from typing import Any
 
 from app.context import HandlerContext
 from app.db.tables import consumed_event, parked_event
-from app.pipeline.apply import EventFailed, HandlerFailed, Mode, apply_isolated, apply_waves
+from app.pipeline.apply import (
+    EventFailed,
+    HandlerFailed,
+    Mode,
+    ReusedEventId,
+    apply_isolated,
+    apply_waves,
+)
 from app.pipeline.decode import Decoded, Poison, decode
 from app.pipeline.gate import Gate, decide, effective_last
 from app.pipeline.outcomes import REPLAYED, Applied, Duplicate, Outcome, Parked, Skipped, Stale
@@ -48,6 +55,7 @@ from app.pipeline.store import (
     Aggregate,
     BatchChanges,
     ConsumerStore,
+    EventOf,
     ParkedRow,
     now,
     parked_row,
@@ -88,6 +96,8 @@ class ConsumerBatch:
     _open_failures: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
     # Of those retrying or dead, the tier attempts made so far, by failure key.
     _attempts_made: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    # Events whose dedup record cannot be written: their eventId is another event's.
+    _undeduped: set[str] = field(default_factory=set)
 
     async def run(self, events: list[Decoded]) -> list[Outcome]:
         """Process ``events`` (arrival order) and write the results; the caller commits."""
@@ -104,7 +114,20 @@ class ConsumerBatch:
         seen = found.consumed | found.parked
         holding = [agg for agg in gated if agg in found.holding]
         self._parked_db = await store.parked_for(holding) if holding else {}
+        first_of: dict[str, EventOf] = {}  # the batch's events by eventId, as first met
         for item in events:
+            this = _event_of(item)
+            recorded = found.recorded_as.get(item.event_id) or first_of.setdefault(
+                item.event_id, this
+            )
+            if recorded != this:  # a producer reused another event's id
+                if not item.trip.skip:
+                    self._fail(item, ReusedEventId(item.event_id, _said(recorded), _said(this)))
+                    continue
+                # An operator's skip of it: its version is taken, with no dedup record.
+                self._undeduped.add(item.event_id)
+                await self._gate(item)
+                continue
             if item.event_id in seen:
                 self._out(Duplicate, item)
                 if item.event_id in found.consumed:  # it took effect (through any copy)
@@ -252,6 +275,7 @@ class ConsumerBatch:
             "aggregate_version": event.aggregate_version,
             # applied_at: stamped by ConsumerStore.save, just before the commit
         }
+        deduped = item.event_id not in self._undeduped
         escalated = self.mode is Mode.ESCALATED
         if self.mode is Mode.FAST:
             if handlers:
@@ -263,7 +287,7 @@ class ConsumerBatch:
         elif handlers or escalated:
             claim = (
                 (lambda: self._store.claim_alone(consumed_event, consumed | {"applied_at": now()}))
-                if escalated
+                if escalated and deduped
                 else None
             )
             try:
@@ -276,7 +300,7 @@ class ConsumerBatch:
             self._changes.resolve(trip, status)
         # Its failures through other copies (a producer's second copy) are over too.
         self._settle_failures(item.event_id, status)
-        if not escalated:  # written with its effects already
+        if not escalated and deduped:  # escalated: written with its effects already
             self._changes.consumed.append(consumed)
         if trip.skip:
             self._out(Skipped, item)
@@ -334,3 +358,14 @@ class ConsumerBatch:
 
     def _out(self, make: Callable[..., Outcome], item: Decoded, *detail: str) -> None:
         self.outcomes.append(make(self.consumer, item.event_id, item.event.event_type, *detail))
+
+
+def _event_of(item: Decoded) -> EventOf:
+    event = item.event
+    return (event.aggregate_type, event.aggregate_id, event.aggregate_version)
+
+
+def _said(of: EventOf) -> str:
+    """``Order:o-1@3`` (``Order:o-1`` unversioned), as ``dlq list`` names an event."""
+    agg_type, agg_id, version = of
+    return f"{agg_type}:{agg_id}" + (f"@{version}" if version is not None else "")

@@ -443,9 +443,7 @@ def _note_unknown_types(events: list[Decoded]) -> None:
         )
 
 
-async def _run_after_commit(
-    ctx: HandlerContext, detail: FailureDetailPolicy, limit: float
-) -> None:
+async def _run_after_commit(ctx: HandlerContext, detail: FailureDetailPolicy, limit: float) -> None:
     """Run the batch's after-commit callbacks in order: an ``async`` one awaited for at most
     ``limit`` seconds, a plain one called. One that fails or overruns is logged and left;
     the transaction stays committed and the callbacks after it run."""

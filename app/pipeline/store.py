@@ -159,10 +159,16 @@ _NO_KEY = (
     cast(null(), BigInteger),
     cast(null(), Integer),
 )
+# The aggregate id of a dedup record, in the parts that have none.
+_NO_AGGREGATE_ID = cast(null(), String)
 # The statuses whose ``attempts`` count the attempts made so far: a record whose own
 # attempt is among them was run already (delivered again: its offset's commit failed
 # after its batch committed).
 _ROUTED = (FailureStatus.RETRYING.value, FailureStatus.DEAD.value)
+
+
+EventOf = tuple[str, str, int | None]
+"""Which event an eventId stands for: its aggregate type and id, and its version."""
 
 
 class Seen(NamedTuple):
@@ -170,6 +176,8 @@ class Seen(NamedTuple):
 
     consumed: set[str]  # applied (a dedup record)
     parked: set[str]  # waiting in ``parked_event``
+    # Of those two, the event each record is of: its aggregate and version.
+    recorded_as: dict[str, EventOf]
     open_failures: dict[str, list[tuple[Any, ...]]]  # failure keys of rows not settled
     # Of those retrying or dead, the attempts made so far, by failure key.
     attempts_made: dict[tuple[Any, ...], int]
@@ -284,7 +292,7 @@ class ConsumerStore:
         ``parked_of``: aggregates whose having parked events is asked in the same statement
         (``Seen.holding``), so that ``parked_for`` reads only those that have any: nearly
         always none, and the batch is a statement shorter."""
-        seen = Seen(set(), set(), {}, {}, set())
+        seen = Seen(set(), set(), {}, {}, {}, set())
         f = failed_event
         made = case((f.c.status.in_(_ROUTED), f.c.attempts), else_=None)
         holding = self._holding(parked_of)
@@ -296,35 +304,32 @@ class ConsumerStore:
             asked = ids if applied_asked is None else [i for i in ids if i in applied_asked]
             parts = [*(holding[index] if index < len(holding) else [])]
             if asked:
-                parts.append(
-                    select(consumed_event.c.event_id, literal(_CONSUMED), *_NO_KEY).where(
-                        consumed_event.c.consumer_group == self.consumer,
-                        one_of(self.dialect, consumed_event.c.event_id, asked),
-                    )
-                )
+                parts.append(self._recorded(consumed_event, _CONSUMED, asked))
             if ids:
-                parts.append(
-                    select(parked_event.c.event_id, literal(_PARKED), *_NO_KEY).where(
-                        parked_event.c.consumer_group == self.consumer,
-                        one_of(self.dialect, parked_event.c.event_id, ids),
-                    )
-                )
+                parts.append(self._recorded(parked_event, _PARKED, ids))
                 parts.append(
                     select(
-                        f.c.event_id, literal(_FAILED), f.c.topic, f.c.partition, f.c.offset, made
+                        f.c.event_id,
+                        literal(_FAILED),
+                        f.c.topic,
+                        f.c.partition,
+                        f.c.offset,
+                        made,
+                        _NO_AGGREGATE_ID,
                     ).where(
                         f.c.consumer_group == self.consumer,
                         one_of(self.dialect, f.c.event_id, ids),
                         f.c.status.in_(OPEN),
                     )
                 )
-            for event_id, kind, topic, partition, offset, attempts in await self.session.execute(
-                union_all(*parts)
-            ):
+            rows = await self.session.execute(union_all(*parts))
+            for event_id, kind, topic, partition, offset, attempts, agg_id in rows:
                 if kind == _CONSUMED:
                     seen.consumed.add(event_id)
+                    seen.recorded_as[event_id] = (topic, agg_id, partition)
                 elif kind == _PARKED:
                     seen.parked.add(event_id)
+                    seen.recorded_as[event_id] = (topic, agg_id, partition)
                 elif kind == _HOLDS:  # an aggregate: its id, and its type in the topic column
                     seen.holding.add((topic, event_id))
                 else:
@@ -333,6 +338,15 @@ class ConsumerStore:
                     if attempts is not None:
                         seen.attempts_made[key] = attempts
         return seen
+
+    def _recorded(self, t: Table, kind: str, ids: Sequence[str]) -> Select[Any]:
+        """The lookup's part finding this consumer's records of ``ids`` in ``t`` (dedup
+        records or parked events), each with the event it is of: the aggregate type in the
+        key's topic column, the version in its partition column, then the aggregate id."""
+        columns = (t.c.aggregate_type, t.c.aggregate_version, *_NO_KEY[2:], t.c.aggregate_id)
+        return select(t.c.event_id, literal(kind), *columns).where(
+            t.c.consumer_group == self.consumer, one_of(self.dialect, t.c.event_id, ids)
+        )
 
     def _of_aggregates(
         self, t: Table, agg_type: str, ids: Sequence[str]
@@ -356,7 +370,13 @@ class ConsumerStore:
                 room = self.list_size
             room -= len(ids)
             groups[-1].append(
-                select(t.c.aggregate_id, literal(_HOLDS), t.c.aggregate_type, *_NO_KEY[1:])
+                select(
+                    t.c.aggregate_id,
+                    literal(_HOLDS),
+                    t.c.aggregate_type,
+                    *_NO_KEY[1:],
+                    _NO_AGGREGATE_ID,
+                )
                 .where(*self._of_aggregates(t, agg_type, ids))
                 .distinct()
             )

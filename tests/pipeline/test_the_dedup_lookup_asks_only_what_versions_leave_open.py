@@ -7,8 +7,8 @@ applied, and its eventId is not looked up among the applied: only unversioned ev
 and versioned ones at or below the stored version are. Parked events and open
 failures are still looked up for every eventId. An eventId a producer reused for
 another aggregate, ahead of that aggregate's version, collides with its dedup record:
-the batch runs again once with every eventId looked up, and the event is a
-``Duplicate`` as before, applied nowhere a second time.
+the batch runs again once with every eventId looked up, and the event is found to be
+another event under a reused id: dead-lettered, applied nowhere.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ async def test_only_events_the_versions_leave_open_are_looked_up(
     assert await db.effects("points") == ["a1", "a2", "b1", "free"]
 
 
-async def test_an_event_id_reused_for_another_aggregate_is_still_a_duplicate(
+async def test_an_event_id_reused_for_another_aggregate_is_found_on_the_second_attempt(
     make_processor: MakeProcessor,
     registry: Registry,
     records: Records,
@@ -102,7 +102,7 @@ async def test_an_event_id_reused_for_another_aggregate_is_still_a_duplicate(
     reused = records.event("e", aggregate_id="o-2", version=1)
     outcomes = await process_bounded(make_processor(), [reused, records.event("f", version=2)])
 
-    assert kinds(outcomes) == [("e", Kind.DUPLICATE), ("f", Kind.APPLIED)]
+    assert kinds(outcomes) == [("e", Kind.DEAD_LETTERED), ("f", Kind.APPLIED)]
     assert await db.effects("points") == ["e", "f"]
     assert await db.consumed("points") == ["e", "f"]
     assert conflict_reruns() - before == 1  # the first attempt collided, the second looked

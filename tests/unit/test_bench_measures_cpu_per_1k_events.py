@@ -80,7 +80,14 @@ async def test_backends_count_from_the_open_or_their_start_and_a_gone_one_counts
         leaving.wait()
         late = spinner()
         database.pids = [early.pid, late.pid]
-        await asyncio.sleep(0.5)
+        # Half a second of CPU each, however busy the machine (both share its cores).
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if (
+                min(cpu_seconds(late.pid), cpu_seconds(early.pid) - meter._backends[early.pid])
+                > 0.5
+            ):
+                break
         early_in_window = cpu_seconds(early.pid) - meter._backends[early.pid]
         spent = await meter.close()
         late_total = cpu_seconds(late.pid)
