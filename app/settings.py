@@ -51,6 +51,10 @@ class UnseenAggregatePolicy(StrEnum):
     FROM_FIRST_SEEN = "from-first-seen"
 
 
+DEFAULT_APP_ID = "order-consumers"
+"""The consumer group (and deployment) of a worker given no ``APP_ID``."""
+
+
 class Settings(BaseSettings, BrokerSecuritySettings):
     """Runtime configuration of a worker (see README, "Settings"); the broker security
     settings come from ``BrokerSecuritySettings``."""
@@ -65,7 +69,7 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     topic_replication_factor: int = Field(default=1, ge=1, le=32)
     topics_declare: bool = True
     group_instance_id: str | None = Field(default=None, min_length=1, max_length=249)
-    app_id: str = "order-consumers"
+    app_id: str = DEFAULT_APP_ID
     handler_modules: str = "handlers"
     consumers: str = ""
     batch_size: int = Field(default=2_000, ge=1, le=100_000)

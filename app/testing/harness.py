@@ -37,7 +37,7 @@ from app.pipeline.processor import BatchProcessor
 from app.pipeline.route import FailureRouter
 from app.records import RawRecord
 from app.registry import Registry, default_registry
-from app.settings import UnseenAggregatePolicy
+from app.settings import DEFAULT_APP_ID, UnseenAggregatePolicy
 from app.testing.feed import Records
 from dlq.policy import RetryPolicy
 from dlq.topics import RETRY_INFIX, dlt_topic
@@ -70,7 +70,8 @@ class Harness:
     you give is read as ``DATABASE_URL`` is (``postgresql://``, ``mysql://``...) and
     must name a database that exists and holds none of the framework's rows, unless
     ``reuse`` (a second harness going on from a first's rows, as a restarted worker
-    would).
+    would). ``app_id``: the deployment its retry and DLT records name (``dlt-app-id``), as
+    ``APP_ID`` does a worker's.
 
     ``send`` returns the outcome values (``Kind``: applied, duplicate, stale, parked,
     retried with the retry topic as ``detail``, dead-lettered with its ``dlt-reason``,
@@ -93,10 +94,12 @@ class Harness:
         clock: Callable[[], datetime] | None = None,
         unseen_aggregate_policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE,
         reuse: bool = False,
+        app_id: str = DEFAULT_APP_ID,
     ) -> None:
         if not modules and registry is None:
             raise ConfigurationError("Harness: name the handler modules, or give a registry")
         self.reuse = reuse
+        self.app_id = app_id
         self.modules = modules
         self.topic = topic
         self.retry_delays = tuple(retry_delays)
@@ -212,7 +215,10 @@ class Harness:
         are ``BatchProcessor`` fields."""
         tiers = self.retry_delays if delays is None else tuple(delays)
         options: dict[str, Any] = {
-            "router": FailureRouter(RetryPolicy(self.topic, tiers), clock=self.clock),
+            "router": FailureRouter(
+                RetryPolicy(self.topic, tiers), clock=self.clock, app_id=self.app_id
+            ),
+            "app_id": self.app_id,
             "policy": self.policy,
             "backoff": TINY_BACKOFF,
             "on_pause": self._paused,

@@ -9,7 +9,8 @@ applied, its duplicate told apart, a later version parked until the earlier one 
 The table holds the committed effects, ``emitted`` the handler's events for their
 topic (not the framework's own records), and a failing event goes through each retry
 tier (``retry`` delivers the tier's record) to the DLT, whose record ``dead_letters``
-shows. Only the named modules' handlers run. An envelope of a type no model declares (a
+shows, naming the deployment as a worker's does (``dlt-app-id``: the harness's
+``app_id``, by default a worker's default ``APP_ID``). Only the named modules' handlers run. An envelope of a type no model declares (a
 misspelling, which a worker would take as another service's event) is refused, naming the
 nearest declared type, unless sent with ``unknown_types=True``.
 """
@@ -162,6 +163,7 @@ async def test_a_failing_handler_goes_through_every_tier_to_the_dlt(
         ]
         [dead] = await h.dead_letters()
         assert dict(dead.headers)["dlt-exception-type"] == b"builtins.RuntimeError"
+        assert dict(dead.headers)["dlt-app-id"] == b"order-consumers"
         assert await h.emitted() == []
     assert (tmp_path / "given.db").exists()
 
