@@ -52,6 +52,25 @@ _VALUES = [
         re.compile(r"(\binvalid input for query argument \$\d+: ).*"),
         rf"\g<1>{HIDDEN}",
     ),
+    # PostgreSQL: value "9223372036854775808" is out of range for type bigint, and
+    # "1e400" is out of range for type double precision (a number or a date holds no quote).
+    (
+        " is out of range for type ",
+        re.compile(r'"[^"\n]*+"( is out of range for type )'),
+        rf'"{HIDDEN}"\g<1>',
+    ),
+    (
+        "field value out of range: ",
+        re.compile(r"(\bfield value out of range: ).*"),
+        rf"\g<1>{HIDDEN}",
+    ),
+    (" literal: ", re.compile(r"(\bmalformed \w+ literal: ).*"), rf"\g<1>{HIDDEN}"),
+    # MySQL/MariaDB: Truncated incorrect DOUBLE value: '...'
+    (
+        "Truncated incorrect ",
+        re.compile(r"(\bTruncated incorrect [\w ]+ value: ').*(')"),
+        rf"\g<1>{HIDDEN}\g<2>",
+    ),
 ]
 # scheme://user:password@host: the password, whatever it is, up to the last @ of the
 # authority (an unencoded @ in a password belongs to it). The search starts only where a

@@ -1,16 +1,18 @@
 """What of an exception's text may leave the worker: never data or a secret.
 
 Contract: ``scrub`` takes out a SQL statement's bound parameters (SQLAlchemy's
-``[parameters: ...]`` line, whatever engine raised it), the values a database quotes in its
-own messages (PostgreSQL's ``Key (...)=(...)`` and ``Failing row contains (...)``,
-MySQL/MariaDB's ``Duplicate entry '...'`` and ``Incorrect ... value: '...'``, a value its
-driver or server could not read), the password of any URL, and each secret it is given
-(empty ones ignored), wherever they stand in the text; the rest of the text (the error,
-the statement with its placeholders, column and constraint names) stays as it was. A
-long message costs time by its length, not its square: a handler's exception quoting a
-300 kB body (one word, or words and spaces) is scrubbed at once, as every failure's text
-is, on the worker's event loop (it took about 25 minutes for 900 kB of letters, the
-worker answering nothing meanwhile).
+``[parameters: ...]`` line, whatever engine raised it), the values a database quotes in
+its own messages (PostgreSQL's ``Key (...)=(...)``, ``Failing row contains (...)``,
+``value "..." is out of range``, ``field value out of range: "..."`` and ``malformed ...
+literal: "..."``, MySQL/MariaDB's ``Duplicate entry '...'``, ``Incorrect ... value:
+'...'`` and ``Truncated incorrect ... value: '...'``, a value its driver or server could
+not read), the password of any URL, and each secret it is given (empty ones ignored),
+wherever they stand in the text; the rest of the text (the error, the statement with its
+placeholders, column and constraint names) stays as it was. A long message costs time by
+its length, not its square: a handler's exception quoting a 300 kB body (one word, or
+words and spaces) is scrubbed at once, as every failure's text is, on the worker's event
+loop (it took about 25 minutes for 900 kB of letters, the worker answering nothing
+meanwhile).
 """
 
 from __future__ import annotations
@@ -62,6 +64,23 @@ CARD = "4111111111111111"
         (
             f"invalid input for query argument $1: '{EMAIL}' (expected int, got str)",
             ["invalid input for query argument $1: "],
+        ),
+        (
+            f'value "{CARD}" is out of range for type bigint',
+            ['value "***" is out of range for type bigint'],
+        ),
+        (
+            f'"{CARD}e400" is out of range for type double precision',
+            ['"***" is out of range for type double precision'],
+        ),
+        (
+            f'date/time field value out of range: "{CARD}"',
+            ["date/time field value out of range: ***"],
+        ),
+        (f'malformed array literal: "{{{EMAIL}"', ["malformed array literal: ***"]),
+        (
+            f"(1292, \"Truncated incorrect DOUBLE value: '{EMAIL}'\")",
+            ["Truncated incorrect DOUBLE value: '***'\")"],
         ),
     ],
 )
