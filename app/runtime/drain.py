@@ -39,6 +39,7 @@ found at start does; faust's fetcher crashed on it with two tracebacks and exit 
 from __future__ import annotations
 
 import asyncio
+from time import monotonic
 from typing import Any
 
 from aiokafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
@@ -102,6 +103,11 @@ async def drain_messages(consumer: Any, fetcher: Any) -> None:
     flow_control = consumer.app.flow_control
     # Topics whose records skip faust's conductor (``inbox``); the bare faust app has none.
     inboxes: dict[str, Inbox] = getattr(consumer.app, "inboxes", None) or {}
+    # When each partition last handed a stream a record: faust's check of stuck streams
+    # reads it, and a record put in an inbox passes no faust stream (without this, every
+    # partition was logged as a stream that "has not started processing").
+    monitor = getattr(consumer.app, "monitor", None)
+    inbound: dict[Any, float] = monitor.stream_inbound_time if monitor is not None else {}
     since_yield = 0
     try:
         while not (consumer._stopped.is_set() or fetcher._stopped.is_set()):
@@ -142,6 +148,8 @@ async def drain_messages(consumer: Any, fetcher: Any) -> None:
                     )
                 else:
                     inbox.put(message)
+                if inbox is not None:
+                    inbound[tp] = monotonic()
                 if consumer.seek_epoch != epoch:
                     break  # sought meanwhile: the read offset is the seek's
                 set_read_offset(tp, offset)

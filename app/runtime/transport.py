@@ -66,7 +66,7 @@ from faust.transport.producer import Producer as FaustProducer
 from app.errors import ConfigurationError
 from app.runtime.boot import refuse
 from app.runtime.broker_wait import until_connected
-from app.runtime.consumer_close import close_within
+from app.runtime.consumer_close import close_within, wait_empty_within
 from app.runtime.drain import drain_messages, read_denied
 from app.runtime.offsets import add_gap, new_offset, read_before, with_floor
 
@@ -184,6 +184,12 @@ def consumer_class(fetch_max_wait_ms: int, fetch_min_bytes: int = 1) -> type[dri
 
         def _new_consumer_thread(self) -> driver.AIOKafkaConsumerThread:
             return ConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+        async def wait_empty(self) -> None:
+            if self.app.should_stop:  # the worker stops: bounded (a revocation waits)
+                await wait_empty_within(super().wait_empty)
+            else:
+                await super().wait_empty()
 
         def on_buffer_drop(self, tp: Any) -> None:
             resumed = tp in self._buffered_partitions

@@ -4,8 +4,9 @@ Contract: a worker that was consuming and is sent SIGTERM (a deploy, a scale-dow
 ``docker stop``) shuts down with exit code 0 and logs no crash: an orchestrator
 must be able to tell a stop it asked for from a crash, and alerts on crash lines
 must not fire on every deploy. Its work is committed: the events it consumed
-took effect. With its broker gone, it still exits within seconds, well inside an
-orchestrator's grace (Kubernetes' is 30 s).
+took effect. With its broker gone, or silent (no FIN, no RST) while offsets of batches
+it applied wait for their commit, it still exits within seconds, well inside an
+orchestrator's grace (Kubernetes' is 30 s): it waited for the silent broker's return.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from tests.integration.support.brokers import own_broker
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.orders import Order, created_and_paid, messages
 from tests.integration.support.state import Database, every_consumer
+from tests.integration.support.waiting import eventually
 from tests.integration.support.workers import Workers
 
 pytestmark = pytest.mark.integration
 
 BROKER_GONE_SECONDS = 8.0  # the worker's fetches and heartbeats fail meanwhile
 GONE_STOP_SECONDS = 20.0
+SILENT_STOP_SECONDS = 25.0  # the batches' commit (5 s) and the close (10 s) wait in vain
 
 
 async def test_sigterm_exits_zero_without_a_crash(
@@ -70,4 +73,37 @@ async def test_sigterm_with_the_broker_gone_exits_within_seconds(
             assert "Exception in thread" not in worker.log(), worker.tail(60)
             assert "Error while stopping child" not in worker.log(), worker.tail(60)
         finally:
+            workers.kill_all()
+
+
+async def test_sigterm_with_the_broker_silent_exits_within_seconds(
+    tmp_path: Path, database_url: str, db: Database
+) -> None:
+    """The broker goes silent right after the worker applied a batch, before faust's
+    periodic commit (every 2.8 s) took its offsets: on SIGTERM, faust's wait for the
+    batches in hand commits them, and that commit is never answered."""
+    async with own_broker(tmp_path) as broker, OrderTopic(broker.stream) as topic:
+        workers = Workers(broker.stream, tmp_path / "workers")
+        try:
+            worker = workers.start(database_url)
+            await topic.send(created_and_paid(3))
+            await topic.drained(workers=[worker], within=90)
+            await topic.send(created_and_paid(3))
+            await eventually(
+                db.consumed_counts,
+                lambda counts: counts == every_consumer(12),
+                what="the second batch applied",
+                within=60,
+                workers=[worker],
+            )
+            broker.cut_off()
+
+            started = time.monotonic()
+            code = worker.stop(timeout=120)
+            took = time.monotonic() - started
+
+            assert code == 0, worker.tail(40)
+            assert took < SILENT_STOP_SECONDS, f"{took:.1f}s\n{worker.tail(60)}"
+        finally:
+            broker.restore()
             workers.kill_all()

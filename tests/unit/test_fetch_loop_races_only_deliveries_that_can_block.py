@@ -15,12 +15,15 @@ past while nobody processed them.
 A topic with an ``Inbox`` (the framework's agents) skips the conductor: its records are
 appended to the inbox, in order, unless the flow is stopped; then the append races the
 flow's suspension the same way. A full inbox never holds up the fetch loop: it stops
-fetching the partition instead.
+fetching the partition instead. Each append stamps its partition's time in faust's
+monitor (``stream_inbound_time``), as a faust stream's record does: faust's check of
+stuck streams logged every partition as one that "has not started processing".
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -209,7 +212,10 @@ def with_inbox(offsets: list[int], high: int = 10) -> tuple[FakeConsumer, Inbox]
 
 async def test_records_of_a_topic_with_an_inbox_skip_the_conductor() -> None:
     consumer, inbox = with_inbox([1, 2, 3])
+    consumer.monitor = type("Monitor", (), {"stream_inbound_time": {}})()  # type: ignore[attr-defined]
+    before = time.monotonic()
     await drain(consumer)
+    assert before <= consumer.monitor.stream_inbound_time["tp"] <= time.monotonic()  # type: ignore[attr-defined]
     assert consumer.delivered == []  # not one through the conductor
     assert [m.offset for m in await inbox.take(10)] == [1, 2, 3]
     assert consumer.raced == []
