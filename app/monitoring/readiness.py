@@ -87,10 +87,19 @@ async def database(engine: AsyncEngine, within: float = CHECK_TIMEOUT_SECONDS) -
         async with asyncio.timeout(within):
             await select_one()
     except TimeoutError:
-        return Check("database", False, f"no answer to SELECT 1 within {within}s")
+        return Check("database", False, f"no answer to SELECT 1 within {within}s{_at(engine)}")
     except Exception as exc:
-        return Check("database", False, said(exc))
+        return Check("database", False, f"{said(exc)}{_at(engine)}")
     return Check("database", True, "SELECT 1 answered")
+
+
+def _at(engine: AsyncEngine) -> str:
+    """`` (at host:port)`` of ``engine``'s server, where it has one: a driver's error may
+    not name it (``gaierror: Name or service not known``)."""
+    url = engine.url
+    if not url.host:
+        return ""
+    return f" (at {url.host}:{url.port})" if url.port else f" (at {url.host})"
 
 
 async def _select_one(engine: AsyncEngine) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from app.__main__ import build_cli
@@ -239,6 +240,8 @@ def test_each_command_refuses_a_login_in_the_broker_url_in_one_line(
 class _RefusingEngine:
     """An engine whose every connection fails with a message quoting a URL's password,
     as a driver or a proxy in front of the database may word it."""
+
+    url = make_url("postgresql+asyncpg://app@db.internal:5432/orders")
 
     def connect(self) -> Any:
         raise OSError(f"cannot reach postgresql://app:{PASSWORD}@db.internal:5432/orders")
