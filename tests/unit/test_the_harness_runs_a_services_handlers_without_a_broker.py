@@ -1,18 +1,19 @@
 """``app.testing.Harness`` runs a user's handlers as the worker would, with no broker.
 
-Contract: for a service written outside the framework (``ledger``: its own model,
-table and Alembic migration, a handler that emits to a topic of its own and one that
-always fails), the harness migrates a SQLite database (a temporary one, or the URL
-given), and a batch fed to it reports outcome values per event and consumer: an event
-applied, its duplicate told apart, a later version parked until the earlier one comes
-(then both applied, in order), ids sent as numbers read as the same ids as strings.
-The table holds the committed effects, ``emitted`` the handler's events for their
-topic (not the framework's own records), and a failing event goes through each retry
-tier (``retry`` delivers the tier's record) to the DLT, whose record ``dead_letters``
-shows, naming the deployment as a worker's does (``dlt-app-id``: the harness's
-``app_id``, by default a worker's default ``APP_ID``). Only the named modules' handlers run. An envelope of a type no model declares (a
-misspelling, which a worker would take as another service's event) is refused, naming the
-nearest declared type, unless sent with ``unknown_types=True``.
+Contract: for a service written outside the framework (``ledger``: its own model, table
+and Alembic migration, a handler that emits to a topic of its own and one that always
+fails), the harness migrates a SQLite database (a temporary one, or the URL given), and
+a batch fed to it reports outcome values per event and consumer: an event applied, its
+duplicate told apart, a later version parked until the earlier one comes (then both
+applied, in order), ids sent as numbers read as the same ids as strings. The table holds
+the committed effects, ``emitted`` the handler's events for their topic (not the
+framework's own records), and a failing event goes through each retry tier (``retry``
+delivers the tier's record) to the DLT, whose record ``dead_letters`` shows, naming the
+deployment as a worker's does (``dlt-app-id``: the harness's ``app_id``, by default a
+worker's default ``APP_ID``). Only the named modules' handlers run. An envelope of a
+type no model declares (a misspelling, which a worker would take as another service's
+event) is refused, naming the nearest declared type, unless sent with
+``unknown_types=True``.
 """
 
 from __future__ import annotations
