@@ -9,10 +9,19 @@ would stop every worker reading the partition.
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 from pydantic.alias_generators import to_camel
 
 from app.db.tables import AGG_ID, AGG_TYPE, EVENT_ID, EVENT_TYPE, INTEGER_MAX
@@ -27,6 +36,26 @@ AggregateType = Annotated[
     str, StringConstraints(min_length=1, max_length=AGG_TYPE, pattern=NO_CONTROL_CHARACTERS)
 ]
 Version = Annotated[int, Field(ge=1, le=INTEGER_MAX)]
+_HOURS_OFFSET = re.compile(r"[+-]\d\d")
+
+
+def _moment(value: Any, read: ValidatorFunctionWrapHandler) -> datetime:
+    """``occurredAt`` as pydantic reads a datetime (ISO-8601, or seconds since the epoch,
+    milliseconds beyond 2e10), and also with an offset of hours alone (``+00``: PostgreSQL's
+    text of a ``timestamptz``); one without an offset is UTC."""
+    try:
+        moment: datetime = read(value)
+    except ValidationError as refused:
+        if not (isinstance(value, str) and _HOURS_OFFSET.fullmatch(value[-3:])):
+            raise
+        try:
+            moment = read(f"{value}:00")
+        except ValidationError:
+            raise refused from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+Moment = Annotated[datetime, WrapValidator(_moment)]
 
 
 class Envelope(BaseModel, Generic[DataT]):
@@ -46,7 +75,7 @@ class Envelope(BaseModel, Generic[DataT]):
     aggregate_type: AggregateType
     aggregate_id: Annotated[str, IdField(max_length=AGG_ID, stored=True)]
     aggregate_version: Version | None = None
-    occurred_at: datetime
+    occurred_at: Moment
     trace_id: Id | None = None
     tenant_id: Id | None = None
     source: str | None = None

@@ -5,13 +5,17 @@ snake_case field names), ignore unknown fields, require the identity fields
 (non-empty, bounded to what the framework's tables store: as long as their
 columns, no control character, versions within 32 bits; ids a JSON string or
 integer), leave ``aggregateVersion`` optional but at least 1, are
-immutable, and dump back to camelCase. ``schemas.registry`` maps
+immutable, and dump back to camelCase. ``occurredAt`` is ISO-8601 (an offset of hours
+alone too, ``+00`` as PostgreSQL writes a ``timestamptz`` as text) or seconds since the
+epoch, always an aware datetime: a time without an offset is UTC (a Java
+``LocalDateTime``), so handlers never get naive and aware times mixed. ``schemas.registry`` maps
 ``(eventType, eventVersion)`` to one model: re-registering the same model is
 harmless, a different model for a taken slot is a ``ConfigurationError`` naming both.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -115,6 +119,30 @@ def test_it_dumps_back_to_camel_case() -> None:
 def test_bad_identity_fields_are_refused(overrides: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         Envelope[dict[str, Any]].model_validate(raw(**overrides))
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("2026-12-01T10:00:00Z", datetime(2026, 12, 1, 10, tzinfo=UTC)),
+        ("2026-12-01 10:00:00+00", datetime(2026, 12, 1, 10, tzinfo=UTC)),
+        ("2026-12-01T10:00:00.25-05", datetime(2026, 12, 1, 15, 0, 0, 250_000, tzinfo=UTC)),
+        ("2026-12-01T10:00:00", datetime(2026, 12, 1, 10, tzinfo=UTC)),
+        ("2026-12-01T12:00:00+02:00", datetime(2026, 12, 1, 10, tzinfo=UTC)),
+        (1_764_583_200, datetime(2025, 12, 1, 10, tzinfo=UTC)),
+    ],
+)
+def test_occurred_at_is_read_as_producers_write_it_and_is_always_aware(
+    written: Any, read: datetime
+) -> None:
+    env = Envelope[dict[str, Any]].model_validate_json(json.dumps(raw(occurredAt=written)).encode())
+
+    assert env.occurred_at == read and env.occurred_at.tzinfo is not None
+
+
+def test_a_wrong_time_with_an_hours_offset_says_what_was_written() -> None:
+    with pytest.raises(ValidationError, match="2026-13-01T10:00:00\\+00'"):
+        Envelope[dict[str, Any]].model_validate(raw(occurredAt="2026-13-01T10:00:00+00"))
 
 
 def test_the_envelope_is_immutable() -> None:
