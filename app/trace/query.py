@@ -245,17 +245,19 @@ def _applied(row: Mapping[str, Any]) -> Finding:
 
 
 def _taken(row: Mapping[str, Any]) -> Finding:
-    version = row["aggregate_version"]
-    what = f"version {version} taken" if version is not None else "taken"
-    detail = f"{what} by an operator's skip, its handlers not run"
-    return Finding(row["consumer_group"], "skipped", _moment(row["applied_at"]), detail)
+    return _version_taken(row, "skipped", " by an operator's skip, its handlers not run")
 
 
 def _passed(row: Mapping[str, Any]) -> Finding:
+    why = f"; no handler of {row['event_type']} registered for this consumer"
+    return _version_taken(row, "no handler", why)
+
+
+def _version_taken(row: Mapping[str, Any], state: str, why: str) -> Finding:
+    """A dedup record that applied nothing: ``version N taken`` and ``why``."""
     version = row["aggregate_version"]
     what = f"version {version} taken" if version is not None else "taken"
-    detail = f"{what}; no handler of {row['event_type']} registered for this consumer"
-    return Finding(row["consumer_group"], "no handler", _moment(row["applied_at"]), detail)
+    return Finding(row["consumer_group"], state, _moment(row["applied_at"]), what + why)
 
 
 async def _blocker(
