@@ -63,6 +63,13 @@ def position_text(partition: int, offset: int) -> str:
     return f"{partition}:{offset}"
 
 
+def event_text(aggregate_type: str | None, aggregate_id: str, version: int | None) -> str:
+    """An event as the operator names it: ``type:id@version``, as ``release --aggregate``
+    takes the aggregate (``type:id`` if unversioned, ``id`` without a type)."""
+    named = f"{aggregate_type}:{aggregate_id}" if aggregate_type else aggregate_id
+    return named if version is None else f"{named}@{version}"
+
+
 @dataclass(frozen=True, slots=True)
 class Unpublished:
     """Where a record that never reached its topic waits: its ``DEAD`` outbox row."""

@@ -13,7 +13,7 @@ from rich.json import JSON
 from rich.table import Table
 from rich.text import Text
 
-from dlq.dead import DeadLetter, FailureStatus, Unpublished
+from dlq.dead import DeadLetter, FailureStatus, Unpublished, event_text
 from dlq.selection import Entry, split_copies
 from dlq.trip import iso
 from dlq.unpublished import advice
@@ -40,11 +40,7 @@ def aggregate(dead: DeadLetter) -> str:
     ``id`` without a type, ``-`` if unknown, as for poison)."""
     if dead.aggregate_id is None:
         return "-"
-    named = (
-        f"{dead.aggregate_type}:{dead.aggregate_id}" if dead.aggregate_type else dead.aggregate_id
-    )
-    version = dead.aggregate_version
-    return named if version is None else f"{named}@{version}"
+    return event_text(dead.aggregate_type, dead.aggregate_id, dead.aggregate_version)
 
 
 def table(entries: Sequence[Entry], title: str | None = None) -> Table:

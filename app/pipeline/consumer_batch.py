@@ -62,7 +62,7 @@ from app.pipeline.store import (
 )
 from app.registry import Registry
 from app.settings import UnseenAggregatePolicy
-from dlq.dead import FailureStatus
+from dlq.dead import FailureStatus, event_text
 
 
 @dataclass
@@ -122,7 +122,8 @@ class ConsumerBatch:
             )
             if recorded != this:  # a producer reused another event's id
                 if not item.trip.skip:
-                    self._fail(item, ReusedEventId(item.event_id, _said(recorded), _said(this)))
+                    reused = ReusedEventId(item.event_id, event_text(*recorded), event_text(*this))
+                    self._fail(item, reused)
                     continue
                 # An operator's skip of it: its version is taken, with no dedup record.
                 self._undeduped.add(item.event_id)
@@ -363,9 +364,3 @@ class ConsumerBatch:
 def _event_of(item: Decoded) -> EventOf:
     event = item.event
     return (event.aggregate_type, event.aggregate_id, event.aggregate_version)
-
-
-def _said(of: EventOf) -> str:
-    """``Order:o-1@3`` (``Order:o-1`` unversioned), as ``dlq list`` names an event."""
-    agg_type, agg_id, version = of
-    return f"{agg_type}:{agg_id}" + (f"@{version}" if version is not None else "")
