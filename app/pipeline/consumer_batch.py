@@ -47,7 +47,7 @@ from app.pipeline.apply import (
     apply_isolated,
     apply_waves,
 )
-from app.pipeline.decode import Decoded, Poison, decode
+from app.pipeline.decode import Decoded, EventOf, Poison, decode
 from app.pipeline.gate import Gate, decide, effective_last
 from app.pipeline.outcomes import REPLAYED, Applied, Duplicate, Outcome, Parked, Skipped, Stale
 from app.pipeline.route import FailureRouter, Routed
@@ -55,7 +55,6 @@ from app.pipeline.store import (
     Aggregate,
     BatchChanges,
     ConsumerStore,
-    EventOf,
     ParkedRow,
     now,
     parked_row,
@@ -116,7 +115,7 @@ class ConsumerBatch:
         self._parked_db = await store.parked_for(holding) if holding else {}
         first_of: dict[str, EventOf] = {}  # the batch's events by eventId, as first met
         for item in events:
-            this = _event_of(item)
+            this = item.event_of
             recorded = found.recorded_as.get(item.event_id) or first_of.setdefault(
                 item.event_id, this
             )
@@ -359,8 +358,3 @@ class ConsumerBatch:
 
     def _out(self, make: Callable[..., Outcome], item: Decoded, *detail: str) -> None:
         self.outcomes.append(make(self.consumer, item.event_id, item.event.event_type, *detail))
-
-
-def _event_of(item: Decoded) -> EventOf:
-    event = item.event
-    return (event.aggregate_type, event.aggregate_id, event.aggregate_version)

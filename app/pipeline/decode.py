@@ -38,6 +38,9 @@ from schemas.envelope import Envelope, Event, RawEnvelope
 from schemas.ids import ID_TYPE_ERROR, NO_CONTROL_CHARACTERS, id_text
 from schemas.registry import is_known_event_type, model_count, model_for, registered_models
 
+EventOf = tuple[str, str, int | None]
+"""Which event an eventId stands for: its aggregate type and id, and its version."""
+
 
 class Decoded(NamedTuple):
     """A record that is a valid event. ``known`` is False for an eventType no schema knows:
@@ -54,6 +57,12 @@ class Decoded(NamedTuple):
     def of(cls, record: RawRecord, event: Event, known: bool, trip: Trip) -> Decoded:
         """The decoded ``record``: ``event`` with its ``eventId`` at hand."""
         return cls(record, event, known, trip, event.event_id)
+
+    @property
+    def event_of(self) -> EventOf:
+        """Which event this is: what its eventId's dedup record and parked row are of."""
+        event = self.event
+        return (event.aggregate_type, event.aggregate_id, event.aggregate_version)
 
 
 class Read(NamedTuple):
@@ -73,6 +82,21 @@ class Read(NamedTuple):
         """The ``eventType`` if it is a string."""
         value = self.raw.get("eventType")
         return value if isinstance(value, str) else None
+
+    @property
+    def event_of(self) -> EventOf | None:
+        """``Decoded.event_of`` of this record once validated, read before that: ``None``
+        where a field is not as validation keeps it (then only validation can say)."""
+        raw = self.raw
+        aggregate_type = raw.get("aggregateType")
+        aggregate_id = id_text(raw.get("aggregateId"))
+        if type(aggregate_type) is not str or aggregate_id is None:
+            return None
+        version = raw.get("aggregateVersion", raw.get("aggregate_version"))
+        if version is None:
+            return (aggregate_type, aggregate_id, None)
+        version = _version(version)
+        return None if version is None else (aggregate_type, aggregate_id, version)
 
 
 class Named(NamedTuple):

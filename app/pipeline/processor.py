@@ -47,7 +47,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -65,6 +65,7 @@ from app.pipeline.classify import is_unique_violation, lost_a_race
 from app.pipeline.consumer_batch import ConsumerBatch
 from app.pipeline.decode import (
     Decoded,
+    EventOf,
     Poison,
     Read,
     decode,
@@ -173,7 +174,7 @@ class BatchProcessor:
             outcomes += await self._dead_letter_poison(poison, holds)
         if events:
             runs = [
-                self._consumer(name, mine, known.get(name, set()), holds)
+                self._consumer(name, mine, known.get(name, {}), holds)
                 for name in consumers
                 if (mine := [e for e in events if e.trip.consumer in (None, name)])
             ]
@@ -196,7 +197,11 @@ class BatchProcessor:
         return [item for item in items if item.trip.app_id in mine]
 
     async def _consumer(
-        self, consumer: str, events: list[Decoded], known: set[str], holds: Holds | None
+        self,
+        consumer: str,
+        events: list[Decoded],
+        known: Mapping[str, EventOf],
+        holds: Holds | None,
     ) -> list[Outcome]:
         todo, skipped = skip_known(known, consumer, events)
         if not todo:
@@ -209,15 +214,17 @@ class BatchProcessor:
             holds,
         )
         # Committed: what follows runs to its end even if the batch is cancelled now.
-        await to_the_end(self._after_commit(consumer, batch), AFTER_COMMIT_GRACE_SECONDS)
+        await to_the_end(self._after_commit(consumer, batch, todo), AFTER_COMMIT_GRACE_SECONDS)
         return skipped + batch.outcomes
 
-    async def _after_commit(self, consumer: str, batch: ConsumerBatch) -> None:
+    async def _after_commit(
+        self, consumer: str, batch: ConsumerBatch, events: list[Decoded]
+    ) -> None:
         # Committed with its failures' records in the outbox: the relay ships them.
         if batch.outbox_rows:
             self._outbox_written()
         await _run_after_commit(batch.ctx, self.router.detail, self.after_commit_limit)
-        await remember_applied(self.prefilter, consumer, batch.outcomes)
+        await remember_applied(self.prefilter, consumer, batch.outcomes, events)
 
     async def _until_done(
         self,

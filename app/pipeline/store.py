@@ -67,6 +67,7 @@ from app.db.tables import (
 )
 from app.pipeline.apply import RecordRefused
 from app.pipeline.classify import is_unique_violation
+from app.pipeline.decode import EventOf
 from app.records import RawRecord, headers_from_json, headers_to_json
 from dlq.dead import SETTLED, FailureStatus
 from dlq.trip import Trip
@@ -165,10 +166,6 @@ _NO_AGGREGATE_ID = cast(null(), String)
 # attempt is among them was run already (delivered again: its offset's commit failed
 # after its batch committed).
 _ROUTED = (FailureStatus.RETRYING.value, FailureStatus.DEAD.value)
-
-
-EventOf = tuple[str, str, int | None]
-"""Which event an eventId stands for: its aggregate type and id, and its version."""
 
 
 class Seen(NamedTuple):

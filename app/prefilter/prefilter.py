@@ -1,10 +1,14 @@
 """The prefilter: which events Redis already knows a consumer applied.
 
-Keys are ``{namespace}:{consumer}:{event_id}`` with the value ``1`` and a TTL.
-``namespace`` must name the database whose dedup records the keys mirror (at
-least the app id): two deployments, or a database dropped and created again,
-must never read each other's keys, or an event would be skipped that this
-database never applied.
+Keys are ``{namespace}:{consumer}:{event_id}`` with a TTL; the value is the event
+the id stood for, as the dedup record keeps it: its aggregate type and id and its
+version, a JSON array (``["order","o-1",3]``). A record is skipped only when it is
+that event: one reusing the id for another goes to the database, which dead-letters
+it (``EventIdReused``). A value that is no such array (``1``, as an earlier release
+wrote) is no answer. ``namespace`` must name the database whose dedup records the
+keys mirror (at least the app id): two deployments, or a database dropped and
+created again, must never read each other's keys, or an event would be skipped that
+this database never applied.
 
 Invariants:
 
@@ -18,7 +22,7 @@ Invariants:
 Both calls cost the worker little per event id: the lookup is one MGET (its
 reply parsed by hiredis, about 1 us per value; redis-py's pure-Python parser,
 without hiredis, about 4-8 us), the write one script call that sets every key
-with its TTL inside Redis (about 2 us per id, most of it Redis's own work;
+with its value and TTL inside Redis (about 2 us per id, most of it Redis's own work;
 a pipeline of SETs costs 15-25 us per id in redis-py's command packing alone,
 which three consumers pay three times per event).
 
@@ -32,10 +36,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+import orjson
+
+from app.pipeline.decode import EventOf
 from app.prefilter.breaker import CircuitBreaker, Clock, OnStateChange
 from app.prefilter.client import RedisClient, connect
 
@@ -47,10 +54,10 @@ DEFAULT_TIMEOUT_SECONDS = 0.05
 DEFAULT_FAILURE_THRESHOLD = 5
 DEFAULT_COOLDOWN_SECONDS = 30.0
 PER_ID_SECONDS = 20e-6
-# The write: every key set to 1 with the TTL (ARGV[1]), in Redis, in one call.
+# The write: every key set to its value (ARGV[i + 1]) with the TTL (ARGV[1]), in one call.
 _REMEMBER = """
-for _, key in ipairs(KEYS) do
-    redis.call('SET', key, '1', 'EX', ARGV[1])
+for i, key in ipairs(KEYS) do
+    redis.call('SET', key, ARGV[i + 1], 'EX', ARGV[1])
 end
 return #KEYS
 """
@@ -133,43 +140,50 @@ class Prefilter:
         """How long a call about ``ids`` event ids may take before it fails open."""
         return self.timeout_seconds + ids * PER_ID_SECONDS
 
-    async def known(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
-        """Which of ``event_ids`` Redis knows ``consumer`` applied, in one MGET.
+    async def known(self, consumer: str, event_ids: Sequence[str]) -> dict[str, EventOf]:
+        """Which of ``event_ids`` Redis knows ``consumer`` applied, and the event each stood
+        for, in one MGET.
 
         Empty when Redis is down, slow or the circuit is open: the database decides.
         Takes at most ``deadline(len(event_ids))``.
         """
         ids = list(dict.fromkeys(event_ids))
         if not ids or not self._allowed():
-            return set()
+            return {}
 
-        async def lookup() -> set[str]:
+        async def lookup() -> dict[str, EventOf]:
             values = await self._client.mget([self.key(consumer, i) for i in ids])
-            return {i for i, value in zip(ids, values, strict=True) if value is not None}
+            found = {}
+            for event_id, value in zip(ids, values, strict=True):
+                if value is not None and (event := _event_of(value)) is not None:
+                    found[event_id] = event
+            return found
 
         found = await self._guarded("lookup", len(ids), lookup)
         if found is None:
-            return set()
+            return {}
         self.counters.lookups += len(ids)
         self.counters.hits += len(found)
         return found
 
-    async def remember(self, consumer: str, event_ids: Sequence[str]) -> None:
-        """Record that ``consumer`` applied ``event_ids``: SET EX of each, in one script call
-        per ``_REMEMBER_CHUNK`` ids.
+    async def remember(self, consumer: str, applied: Mapping[str, EventOf]) -> None:
+        """Record that ``consumer`` applied each event of ``applied`` (by eventId): SET EX of
+        each, in one script call per ``_REMEMBER_CHUNK`` ids.
 
         Call only after the transaction that applied them committed. A failure is
         counted and dropped: the database's dedup record still holds.
         """
-        ids = list(dict.fromkeys(event_ids))
+        ids = list(applied)
         if not ids or not self._allowed():
             return
 
         async def write() -> bool:
             keys = [self.key(consumer, event_id) for event_id in ids]
+            values = [orjson.dumps(applied[event_id]) for event_id in ids]
             for start in range(0, len(keys), _REMEMBER_CHUNK):
+                end = start + _REMEMBER_CHUNK
                 await self._remember(
-                    keys=keys[start : start + _REMEMBER_CHUNK], args=[self.ttl_seconds]
+                    keys=keys[start:end], args=[self.ttl_seconds, *values[start:end]]
                 )
             return True
 
@@ -230,3 +244,15 @@ class Prefilter:
         error = f"{what}: {exc!r}" if not isinstance(exc, TimeoutError) else f"{what}: timed out"
         log.debug("Redis prefilter %s", error)
         self.breaker.failed(error)
+
+
+def _event_of(value: bytes | str) -> EventOf | None:
+    """The event a key's value names, or ``None`` for a value that names none."""
+    try:
+        found = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return None
+    if type(found) is not list or len(found) != 3:
+        return None
+    aggregate_type, aggregate_id, version = found
+    return (aggregate_type, aggregate_id, version)

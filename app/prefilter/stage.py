@@ -6,40 +6,43 @@ validated and after each consumer's transaction.
     reads, known, skipped = await ask(prefilter, consumers, reads)  # before validation
     todo, skipped = skip_known(known[consumer], consumer, events)   # before it opens
     outcomes = skipped + <dedup, gate, apply, commit> (todo)        # as without Redis
-    await remember_applied(prefilter, consumer, outcomes)           # after it committed
+    await remember_applied(prefilter, consumer, outcomes, todo)     # after it committed
 
-An event Redis knows is one this consumer's database already committed, so the
-database's dedup would call it a duplicate too; skipping it changes no outcome.
-A record that every consumer it is for is known to have applied is not even
-validated: its eventId is a duplicate for each, whatever the rest of it says (the
-database path, validating first, would dead-letter such a record if its bytes
-were broken; either way nothing applies twice). A retry or replay record is never
-skipped: it goes to the database, which resolves its ``failed_event`` row when it
-finds the event applied (through another copy, say).
+An event Redis knows, by its eventId and the event that id stood for (its aggregate
+and version), is one this consumer's database already committed, so the database's
+dedup would call it a duplicate too; skipping it changes no outcome. A record whose
+id Redis knows for another event (a producer reused the id) is not skipped: the
+database dead-letters it. A record that every consumer it is for is known to have
+applied is not even validated: its eventId and event are a duplicate for each,
+whatever the rest of it says (the database path, validating first, would
+dead-letter such a record if its payload were broken; either way nothing applies
+twice). A retry or replay record is never skipped: it goes to the database, which
+resolves its ``failed_event`` row when it finds the event applied (through another
+copy, say).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from app.pipeline.decode import Decoded, Read
+from app.pipeline.decode import Decoded, EventOf, Read
 from app.pipeline.outcomes import Kind, Outcome
 
 SKIPPED = "known to the Redis prefilter"
 """The ``detail`` of a ``Duplicate`` the database was not asked about."""
 
-Known = dict[str, set[str]]
-"""The eventIds Redis knows each consumer applied."""
+Known = dict[str, dict[str, EventOf]]
+"""The eventIds Redis knows each consumer applied, and the event each stood for."""
 
 
 class Lookup(Protocol):
     """What the stage needs of a ``Prefilter``."""
 
-    async def known(self, consumer: str, event_ids: Sequence[str]) -> set[str]: ...
+    async def known(self, consumer: str, event_ids: Sequence[str]) -> dict[str, EventOf]: ...
 
-    async def remember(self, consumer: str, event_ids: Sequence[str]) -> None: ...
+    async def remember(self, consumer: str, applied: Mapping[str, EventOf]) -> None: ...
 
 
 async def ask(
@@ -49,9 +52,9 @@ async def ask(
 
     Returns the reads still to validate (in arrival order), what Redis knows per
     consumer, and ``Duplicate`` outcomes for each consumer of every read that all
-    its consumers are known to have applied. A retry or replay (for its own consumer
-    alone) is not asked about: it always reaches the database, which settles its
-    failure. Without a prefilter, or Redis, nothing is known.
+    its consumers are known to have applied, as the event it is. A retry or replay
+    (for its own consumer alone) is not asked about: it always reaches the database,
+    which settles its failure. Without a prefilter, or Redis, nothing is known.
     """
     if prefilter is None or not reads:
         return reads, {}, []
@@ -73,6 +76,8 @@ async def ask(
             or not mine
             or item.trip.consumer is not None
             or any(event_id not in known.get(c, ()) for c in mine)
+            or (event := item.event_of) is None
+            or any(known[c][event_id] != event for c in mine)
         ):
             todo.append(item)
             continue
@@ -89,17 +94,18 @@ def _targets(item: Read, consumers: Sequence[str]) -> Sequence[str]:
 
 
 def skip_known(
-    known: set[str], consumer: str, events: list[Decoded]
+    known: Mapping[str, EventOf], consumer: str, events: list[Decoded]
 ) -> tuple[list[Decoded], list[Outcome]]:
     """Split ``events`` into those the transaction must see and ``Duplicate`` outcomes for
-    those ``known`` (what Redis knows ``consumer`` applied, from ``ask``); a retry or
-    replay always goes to the transaction."""
+    those ``known`` (what Redis knows ``consumer`` applied, from ``ask``), each as the event
+    its id stood for; a retry or replay always goes to the transaction."""
     if not known or not events:
         return events, []
     todo: list[Decoded] = []
     skipped: list[Outcome] = []
     for item in events:
-        if item.event_id in known and item.trip.consumer is None:
+        recorded = known.get(item.event_id)
+        if recorded is not None and recorded == item.event_of and item.trip.consumer is None:
             event_type = item.event.event_type
             skipped.append(Outcome(Kind.DUPLICATE, consumer, item.event_id, event_type, SKIPPED))
         else:
@@ -108,20 +114,29 @@ def skip_known(
 
 
 async def remember_applied(
-    prefilter: Lookup | None, consumer: str, outcomes: Sequence[Outcome]
+    prefilter: Lookup | None,
+    consumer: str,
+    outcomes: Sequence[Outcome],
+    events: Sequence[Decoded],
 ) -> None:
-    """Tell Redis which events ``consumer`` applied. Call only once their transaction committed.
+    """Tell Redis which of ``events`` (the transaction's) ``consumer`` applied, each as the
+    event its id stood for. Call only once their transaction committed.
 
     Only ``Applied`` is remembered, the one outcome saying that the transaction
     committed the event: any other (parked, stale, retried, ...) must reach the
-    database again when the event is delivered again.
+    database again when the event is delivered again. Of two events with one id, the
+    first is the one applied (the other was dead-lettered as reusing its id).
     """
     if prefilter is None:
         return
-    applied = [
+    applied_ids = {
         o.event_id
         for o in outcomes
         if o.kind is Kind.APPLIED and o.consumer == consumer and o.event_id is not None
-    ]
+    }
+    applied: dict[str, EventOf] = {}
+    for item in events:
+        if item.event_id in applied_ids and item.event_id not in applied:
+            applied[item.event_id] = item.event_of
     if applied:
         await prefilter.remember(consumer, applied)

@@ -1,8 +1,8 @@
 """Against a real Redis, the prefilter knows what it was told, and forgets it on expiry.
 
-Contract: after ``remember(consumer, ids)`` a ``known`` lookup for that
-consumer and namespace returns exactly those ids (another consumer or
-namespace: none), each key carrying the TTL; once the TTL has passed the id is
+Contract: after ``remember(consumer, applied)`` a ``known`` lookup for that
+consumer and namespace returns exactly those ids, each with its event (another
+consumer or namespace: none), each key carrying the TTL; once the TTL has passed the id is
 no longer known, so the event goes to the database's dedup again. A batch of a
 couple of thousand ids is one MGET and one script call, well inside the timeout.
 
@@ -20,9 +20,19 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from redis.asyncio import Redis
 
+from app.pipeline.decode import EventOf
 from app.prefilter import Circuit, Prefilter
 
 pytestmark = pytest.mark.integration
+
+EVENT: EventOf = ("Order", "o-1", 3)
+"""The event each id below stood for (its aggregate and version)."""
+
+
+def applied(*event_ids: str) -> dict[str, EventOf]:
+    """``event_ids``, each as ``EVENT``: what a consumer's transaction applied."""
+    return dict.fromkeys(event_ids, EVENT)
+
 
 MakePrefilter = Callable[..., Prefilter]
 
@@ -58,40 +68,40 @@ async def make_prefilter(redis_url: str, admin: Redis) -> AsyncIterator[MakePref
 
 async def test_it_knows_exactly_what_was_remembered(make_prefilter: MakePrefilter) -> None:
     prefilter = make_prefilter()
-    await prefilter.remember("points-service", ["e1", "e2"])
+    await prefilter.remember("points-service", applied("e1", "e2"))
 
-    assert await prefilter.known("points-service", ["e1", "e2", "e3"]) == {"e1", "e2"}
-    assert await prefilter.known("inventory-service", ["e1", "e2"]) == set()
-    assert await make_prefilter().known("points-service", ["e1", "e2"]) == set()
+    assert await prefilter.known("points-service", ["e1", "e2", "e3"]) == {"e1": EVENT, "e2": EVENT}
+    assert await prefilter.known("inventory-service", ["e1", "e2"]) == {}
+    assert await make_prefilter().known("points-service", ["e1", "e2"]) == {}
     assert prefilter.counters.errors == 0
     assert prefilter.breaker.state is Circuit.CLOSED
 
 
 async def test_each_key_carries_the_ttl(make_prefilter: MakePrefilter, admin: Redis) -> None:
     prefilter = make_prefilter(ttl_seconds=600)
-    await prefilter.remember("points-service", ["e1"])
+    await prefilter.remember("points-service", applied("e1"))
 
     key = prefilter.key("points-service", "e1")
-    assert await admin.get(key) == b"1"
+    assert await admin.get(key) == b'["Order","o-1",3]'
     assert 590 <= await admin.ttl(key) <= 600
 
 
 async def test_an_expired_event_is_no_longer_known(make_prefilter: MakePrefilter) -> None:
     prefilter = make_prefilter(ttl_seconds=1)
-    await prefilter.remember("points-service", ["e1"])
-    assert await prefilter.known("points-service", ["e1"]) == {"e1"}
+    await prefilter.remember("points-service", applied("e1"))
+    assert await prefilter.known("points-service", ["e1"]) == {"e1": EVENT}
 
     await asyncio.sleep(1.1)
 
-    assert await prefilter.known("points-service", ["e1"]) == set()
+    assert await prefilter.known("points-service", ["e1"]) == {}
 
 
 async def test_a_large_batch_fits_in_its_deadline(make_prefilter: MakePrefilter) -> None:
     prefilter = make_prefilter(timeout_seconds=0.05)
     ids = [str(uuid.uuid4()) for _ in range(2_000)]
-    await prefilter.remember("points-service", ids[::2])
+    await prefilter.remember("points-service", applied(*ids[::2]))
 
     found = await prefilter.known("points-service", ids)
 
-    assert found == set(ids[::2])
+    assert found == applied(*ids[::2])
     assert prefilter.counters.errors == 0

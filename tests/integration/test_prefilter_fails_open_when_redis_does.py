@@ -27,10 +27,20 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from app.demo.broker import free_port
+from app.pipeline.decode import EventOf
 from app.prefilter import Circuit, Prefilter
 from tests.conftest import unavailable
 
 pytestmark = pytest.mark.integration
+
+EVENT: EventOf = ("Order", "o-1", 3)
+"""The event each id below stood for (its aggregate and version)."""
+
+
+def applied(*event_ids: str) -> dict[str, EventOf]:
+    """``event_ids``, each as ``EVENT``: what a consumer's transaction applied."""
+    return dict.fromkeys(event_ids, EVENT)
+
 
 THRESHOLD = 3
 COOLDOWN = 30.0
@@ -144,8 +154,8 @@ async def timed(call: Awaitable[T]) -> tuple[T, float]:
 async def remembered(prefilter: Prefilter, event_id: str) -> None:
     """Remember ``event_id`` and wait until it is known (the first connection may be slow)."""
     for _ in range(50):
-        await prefilter.remember("points-service", [event_id])
-        if await prefilter.known("points-service", [event_id]) == {event_id}:
+        await prefilter.remember("points-service", applied(event_id))
+        if await prefilter.known("points-service", [event_id]) == {event_id: EVENT}:
             prefilter.counters.errors = 0
             return
         await asyncio.sleep(0.05)
@@ -157,14 +167,14 @@ async def test_a_redis_that_is_down_is_not_waited_for(
 ) -> None:
     prefilter = make_prefilter(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
 
-    _, took = await timed(prefilter.remember("points-service", ["e1"]))
+    _, took = await timed(prefilter.remember("points-service", applied("e1")))
     assert took < TIMEOUT + SLACK and prefilter.counters.errors == 1
     for _ in range(THRESHOLD - 1):
         found, took = await timed(prefilter.known("points-service", ["e1"]))
-        assert found == set() and took < TIMEOUT + SLACK
+        assert found == {} and took < TIMEOUT + SLACK
 
     assert prefilter.breaker.state is Circuit.OPEN
-    assert await prefilter.known("points-service", ["e1"]) == set()
+    assert await prefilter.known("points-service", ["e1"]) == {}
     assert prefilter.counters.errors == THRESHOLD and prefilter.counters.short_circuits == 1
 
 
@@ -178,15 +188,15 @@ async def test_a_stalled_redis_costs_at_most_the_deadline(
     await asyncio.sleep(0.1)  # the server is asleep now
 
     found, took = await timed(prefilter.known("points-service", ["e1"]))
-    _, took_to_write = await timed(prefilter.remember("points-service", ["e2"]))
+    _, took_to_write = await timed(prefilter.remember("points-service", applied("e2")))
 
-    assert found == set()
+    assert found == {}
     assert took < TIMEOUT + SLACK and took_to_write < TIMEOUT + SLACK
     assert prefilter.counters.errors == 2
     await sleeping
     await admin.aclose()
     # Awake: known again, and no late reply to a timed-out call is read as this one's.
-    assert await prefilter.known("points-service", ["e0", "e1"]) == {"e1"}
+    assert await prefilter.known("points-service", ["e0", "e1"]) == {"e1": EVENT}
 
 
 async def test_a_peer_that_never_answers_costs_at_most_the_deadline(
@@ -200,11 +210,11 @@ async def test_a_peer_that_never_answers_costs_at_most_the_deadline(
     try:
         prefilter = make_prefilter(f"redis://127.0.0.1:{port}/0")
         found, took = await timed(prefilter.known("points-service", ["e1"]))
-        _, took_to_write = await timed(prefilter.remember("points-service", ["e1"]))
+        _, took_to_write = await timed(prefilter.remember("points-service", applied("e1")))
     finally:
         black_hole.close()
 
-    assert found == set()
+    assert found == {}
     assert took < TIMEOUT + SLACK and took_to_write < TIMEOUT + SLACK
     assert prefilter.counters.errors == 2
 
@@ -218,19 +228,19 @@ async def test_killed_mid_run_it_falls_back_then_recovers_empty(
     await private_redis.kill()
     for _ in range(THRESHOLD):
         found, took = await timed(prefilter.known("points-service", ["e1"]))
-        assert found == set() and took < TIMEOUT + SLACK
+        assert found == {} and took < TIMEOUT + SLACK
     assert prefilter.breaker.state is Circuit.OPEN
-    await prefilter.remember("points-service", ["e2"])  # not even tried while open
+    await prefilter.remember("points-service", applied("e2"))  # not even tried while open
     assert prefilter.counters.errors == THRESHOLD
 
     await private_redis.start()  # back, on the same port, with nothing in it
-    assert await prefilter.known("points-service", ["e1"]) == set()  # still cooling down
+    assert await prefilter.known("points-service", ["e1"]) == {}  # still cooling down
     clock.advance(COOLDOWN)
-    assert await prefilter.known("points-service", ["e1"]) == set()  # the probe: nothing known
+    assert await prefilter.known("points-service", ["e1"]) == {}  # the probe: nothing known
     assert prefilter.breaker.state is Circuit.CLOSED
 
     await remembered(prefilter, "e3")
-    assert await prefilter.known("points-service", ["e1", "e2", "e3"]) == {"e3"}
+    assert await prefilter.known("points-service", ["e1", "e2", "e3"]) == {"e3": EVENT}
 
 
 async def test_an_idle_prefilters_probe_closes_the_circuit_once_redis_is_back(
@@ -269,6 +279,6 @@ async def test_a_flushed_redis_knows_nothing(
     await admin.flushall()
     await admin.aclose()
 
-    assert await prefilter.known("points-service", ["e1"]) == set()
+    assert await prefilter.known("points-service", ["e1"]) == {}
     assert prefilter.counters.errors == 0
     assert prefilter.breaker.state is Circuit.CLOSED

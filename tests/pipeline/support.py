@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Column, Integer, MetaData, String, Table, insert, select
@@ -23,6 +23,7 @@ from app.db.engine import session_factory
 from app.db.tables import outbox_event
 from app.metrics import REGISTRY
 from app.outbox.message import Message, message_of
+from app.pipeline.decode import EventOf
 from app.pipeline.outcomes import Kind, Outcome
 from app.pipeline.processor import RERUN_CONFLICT, BatchProcessor
 from app.pipeline.route import FailureRouter
@@ -207,3 +208,16 @@ def conflict_reruns() -> float:
         for sample in metric.samples
         if sample.name.endswith("_total") and sample.labels.get("reason") == RERUN_CONFLICT
     )
+
+
+class KnowingRedis:
+    """The Redis prefilter in memory: it knows every event it was told of, as it was told it."""
+
+    def __init__(self) -> None:
+        self.keys: dict[tuple[str, str], EventOf] = {}
+
+    async def known(self, consumer: str, event_ids: Sequence[str]) -> dict[str, EventOf]:
+        return {i: self.keys[consumer, i] for i in event_ids if (consumer, i) in self.keys}
+
+    async def remember(self, consumer: str, applied: Mapping[str, EventOf]) -> None:
+        self.keys.update(((consumer, i), event) for i, event in applied.items())

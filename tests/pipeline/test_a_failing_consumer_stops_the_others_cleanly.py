@@ -13,12 +13,13 @@ raises, no task of the batch is left running.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
 from app.context import HandlerContext
 from app.errors import RetryableError
+from app.pipeline.decode import EventOf
 from app.pipeline.pause import Backoff
 from app.registry import Registry, handler
 from schemas.envelope import Event
@@ -40,10 +41,10 @@ class Prefilter:
         self.bug_raised = asyncio.Event()
         self.sleeper_paused = asyncio.Event()
 
-    async def known(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
-        return set()
+    async def known(self, consumer: str, event_ids: Sequence[str]) -> dict[str, EventOf]:
+        return {}
 
-    async def remember(self, consumer: str, event_ids: Sequence[str]) -> None:
+    async def remember(self, consumer: str, applied: Mapping[str, EventOf]) -> None:
         if consumer == "failing":
             await self.committer_remembering.wait()
             await self.sleeper_paused.wait()
@@ -52,7 +53,7 @@ class Prefilter:
         self.committer_remembering.set()
         await self.bug_raised.wait()
         await asyncio.sleep(0.05)  # still going a moment after the bug
-        self.remembered.extend(event_ids)
+        self.remembered.extend(applied)
 
 
 async def test_a_failing_consumer_cancels_the_uncommitted_and_lets_the_committed_finish(

@@ -16,8 +16,6 @@ a failure that never was, ``replay`` left it alone, retention never deleted it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -28,7 +26,7 @@ from app.pipeline.outcomes import Kind
 from app.registry import Registry, handler
 from schemas.envelope import Event
 from tests.pipeline.events import Records
-from tests.pipeline.support import Db, MakeProcessor, Outbox, kinds, write_effect
+from tests.pipeline.support import Db, KnowingRedis, MakeProcessor, Outbox, kinds, write_effect
 
 
 class Failing:
@@ -46,19 +44,6 @@ class Failing:
 
     def fixed(self) -> None:
         self.failing = False
-
-
-class KnowingRedis:
-    """A prefilter that knows every event it was told of."""
-
-    def __init__(self) -> None:
-        self.keys: set[tuple[str, str]] = set()
-
-    async def known(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
-        return {i for i in event_ids if (consumer, i) in self.keys}
-
-    async def remember(self, consumer: str, event_ids: Sequence[str]) -> None:
-        self.keys.update((consumer, i) for i in event_ids)
 
 
 async def statuses(db: Db, consumer: str = "points") -> list[tuple[int, str]]:

@@ -11,18 +11,30 @@ batch (found through the version rows' shortcut too, the reused event being ahea
 aggregate's version), parked, or applied earlier in the same batch. A true duplicate
 (same aggregate and version) stays a duplicate. An operator's skip of the dead record
 takes its version without a dedup record, and its aggregate's parked successor applies.
+With the Redis prefilter, Redis keeps each applied eventId with its event: a record
+reusing a known id goes to the database all the same (and so to the DLT), while a true
+duplicate is skipped without it.
 """
 
 from __future__ import annotations
 
 from app.context import HandlerContext
 from app.pipeline.outcomes import Kind
+from app.prefilter.stage import SKIPPED
 from app.registry import Registry, handler
 from dlq import headers as h
 from dlq.records import replay_record
 from schemas.envelope import Event
 from tests.pipeline.events import Records
-from tests.pipeline.support import Db, MakeProcessor, Outbox, effect, kinds, write_effect
+from tests.pipeline.support import (
+    Db,
+    KnowingRedis,
+    MakeProcessor,
+    Outbox,
+    effect,
+    kinds,
+    write_effect,
+)
 
 CONSUMER = "points"
 
@@ -116,3 +128,26 @@ async def test_a_skip_of_it_takes_its_version_and_its_successor_applies(
     assert kinds(outcomes) == [("1001", Kind.SKIPPED), ("1002", Kind.APPLIED)]
     assert await db.version(CONSUMER, "o-900") == 2
     assert await effects_by_aggregate(db) == [("1001", "o-100"), ("1002", "o-900")]
+
+
+async def test_redis_knowing_the_id_does_not_hide_its_reuse(
+    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db, outbox: Outbox
+) -> None:
+    register(registry)
+    redis = KnowingRedis()
+    first = records.event("1001", aggregate_id="o-100", version=1)
+    await make_processor(prefilter=redis).process([first])
+    assert redis.keys == {(CONSUMER, "1001"): ("Order", "o-100", 1)}
+
+    outcomes = await make_processor(prefilter=redis).process(
+        [records.event("1001", aggregate_id="o-900", version=1), records.again(first)]
+    )
+
+    assert [(o.event_id, o.kind, o.detail) for o in outcomes] == [
+        ("1001", Kind.DUPLICATE, SKIPPED),  # the same event: Redis's answer stands
+        ("1001", Kind.DEAD_LETTERED, "non-retryable"),
+    ]
+    assert await effects_by_aggregate(db) == [("1001", "o-100")]
+    [dead] = await outbox.records()
+    assert dict(dead.headers)[h.DLT_EXCEPTION_TYPE] == b"app.errors.EventIdReused"
+    assert redis.keys == {(CONSUMER, "1001"): ("Order", "o-100", 1)}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 from app.context import HandlerContext
 from app.db.engine import session_factory
 from app.errors import RetryableError
+from app.pipeline.decode import EventOf
 from app.pipeline.outcomes import Kind, Outcome
 from app.prefilter.stage import SKIPPED
 from app.registry import Registry, handler
@@ -54,18 +55,18 @@ class CommitCheckingRedis:
 
     def __init__(self, db: Db) -> None:
         self.db = db
-        self.keys: set[tuple[str, str]] = set()
+        self.keys: dict[tuple[str, str], EventOf] = {}
         self.told: list[str] = []
         self.uncommitted: list[str] = []
 
-    async def known(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
-        return {i for i in event_ids if (consumer, i) in self.keys}
+    async def known(self, consumer: str, event_ids: Sequence[str]) -> dict[str, EventOf]:
+        return {i: self.keys[consumer, i] for i in event_ids if (consumer, i) in self.keys}
 
-    async def remember(self, consumer: str, event_ids: Sequence[str]) -> None:
+    async def remember(self, consumer: str, applied: Mapping[str, EventOf]) -> None:
         committed = set(await self.db.consumed(consumer))
-        self.uncommitted += [i for i in event_ids if i not in committed]
-        self.told += event_ids
-        self.keys.update((consumer, i) for i in event_ids)
+        self.uncommitted += [i for i in applied if i not in committed]
+        self.told += applied
+        self.keys.update(((consumer, i), event) for i, event in applied.items())
 
     def forget(self) -> None:
         """Every key gone: expired, or Redis flushed or restarted empty."""
@@ -135,7 +136,7 @@ async def test_a_failed_commit_leaves_no_key_and_the_event_applies_once_when_red
         await task
 
     assert failing.failed >= 1
-    assert redis.keys == set()
+    assert redis.keys == {}
     assert await db.consumed(CONSUMER) == []
 
     # The partition's next owner reads the same records: the database has not got

@@ -70,7 +70,7 @@ async def test_with_a_prefilter_the_processor_decodes_itself(
     make_processor: MakeProcessor,
 ) -> None:
     class NothingKnown:
-        async def known(self, *_: object) -> dict[str, set[str]]:
+        async def known(self, *_: object) -> dict[str, object]:
             return {}
 
     assert not make_processor(prefilter=NothingKnown()).decodes_first

@@ -1,9 +1,11 @@
 """The prefilter can only send an event to the database's dedup, never wrongly skip one.
 
 Contract: ``known`` returns only event ids that ``remember`` was given for the
-same consumer and namespace, within their TTL, in one MGET per call;
-``remember`` writes exactly the ids it was given, with the TTL, in one script
-call (Redis sets the keys itself).
+same consumer and namespace, within their TTL, each with the event (aggregate and
+version) it was given with, in one MGET per call; a key whose value names no event
+(``1``, as an earlier release wrote) is not known. ``remember`` writes exactly the
+ids it was given, each with its event, with the TTL, in one script call (Redis sets
+the keys itself).
 Whenever Redis fails, stalls or the circuit is open, ``known`` returns an empty
 set within its deadline (``timeout_seconds`` plus a little per id) and
 ``remember`` drops the write: neither raises (cancellation excepted), and a
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from app.pipeline.decode import EventOf
 from app.prefilter import Circuit, CircuitBreaker, Prefilter
 from app.prefilter.prefilter import PER_ID_SECONDS
 
@@ -64,7 +67,7 @@ class FakeRedis:
         return [self.values[k][0] if self.ttl(k) is not None else None for k in keys]
 
     def register_script(self, script: str) -> FakeSetScript:
-        assert "redis.call('SET', key, '1', 'EX', ARGV[1])" in script
+        assert "redis.call('SET', key, ARGV[i + 1], 'EX', ARGV[1])" in script
         return FakeSetScript(self)
 
     async def aclose(self) -> None:
@@ -86,7 +89,8 @@ class FakeRedis:
 
 
 class FakeSetScript:
-    """The write script: SET each key to 1 with the TTL in ``args[0]``, in one round trip."""
+    """The write script: SET each key to its value in ``args[1:]`` with the TTL in
+    ``args[0]``, in one round trip."""
 
     def __init__(self, redis: FakeRedis) -> None:
         self.redis = redis
@@ -96,11 +100,21 @@ class FakeSetScript:
     ) -> int:
         keys, args = keys or [], args or []
         await self.redis.round_trip(f"EVALSHA x{len(keys)}")
-        (ttl,) = args
-        assert isinstance(ttl, int)
-        for key in keys:
-            self.redis.values[key] = (b"1", self.redis.clock() + ttl)
+        ttl, *values = args
+        assert isinstance(ttl, int) and len(values) == len(keys)
+        for key, value in zip(keys, values, strict=True):
+            assert isinstance(value, bytes)
+            self.redis.values[key] = (value, self.redis.clock() + ttl)
         return len(keys)
+
+
+EVENT: EventOf = ("Order", "o-1", 3)
+"""The event each id below stood for (its aggregate and version)."""
+
+
+def applied(*event_ids: str) -> dict[str, EventOf]:
+    """``event_ids``, each as ``EVENT``: what a consumer's transaction applied."""
+    return dict.fromkeys(event_ids, EVENT)
 
 
 @pytest.fixture
@@ -129,55 +143,64 @@ def prefilter(redis: FakeRedis, clock: FrozenClock) -> Prefilter:
 
 
 async def test_it_knows_what_was_remembered_and_nothing_else(prefilter: Prefilter) -> None:
-    await prefilter.remember("points", ["e1", "e2"])
+    await prefilter.remember("points", applied("e1", "e2"))
 
-    assert await prefilter.known("points", ["e1", "e2", "e3"]) == {"e1", "e2"}
+    assert await prefilter.known("points", ["e1", "e2", "e3"]) == {"e1": EVENT, "e2": EVENT}
     assert prefilter.counters.lookups == 3 and prefilter.counters.hits == 2
 
 
 async def test_remember_writes_exactly_the_ids_given_with_the_ttl(
     prefilter: Prefilter, redis: FakeRedis
 ) -> None:
-    await prefilter.remember("points", ["e1", "e2", "e1"])
+    await prefilter.remember("points", {"e1": EVENT, "e2": ("Order", "7", None)})
 
+    assert redis.values["eo:applied:test:points:e1"][0] == b'["Order","o-1",3]'
+    assert redis.values["eo:applied:test:points:e2"][0] == b'["Order","7",null]'
     assert set(redis.values) == {"eo:applied:test:points:e1", "eo:applied:test:points:e2"}
-    assert all(value == b"1" for value, _ in redis.values.values())
     assert redis.ttl("eo:applied:test:points:e1") == TTL
     assert prefilter.counters.remembered == 2
 
 
-async def test_each_consumer_knows_only_its_own_events(prefilter: Prefilter) -> None:
-    await prefilter.remember("points", ["e1"])
+async def test_a_key_naming_no_event_is_not_known(prefilter: Prefilter, redis: FakeRedis) -> None:
+    redis.values["eo:applied:test:points:e1"] = (b"1", float("inf"))  # an earlier release's
+    redis.values["eo:applied:test:points:e2"] = (b'["Order"]', float("inf"))
+    await prefilter.remember("points", applied("e3"))
 
-    assert await prefilter.known("inventory", ["e1"]) == set()
+    assert await prefilter.known("points", ["e1", "e2", "e3"]) == {"e3": EVENT}
+
+
+async def test_each_consumer_knows_only_its_own_events(prefilter: Prefilter) -> None:
+    await prefilter.remember("points", applied("e1"))
+
+    assert await prefilter.known("inventory", ["e1"]) == {}
 
 
 async def test_another_namespace_knows_nothing(prefilter: Prefilter, redis: FakeRedis) -> None:
-    await prefilter.remember("points", ["e1"])
+    await prefilter.remember("points", applied("e1"))
     other_database = Prefilter(redis, namespace="eo:applied:other")
 
-    assert await other_database.known("points", ["e1"]) == set()
+    assert await other_database.known("points", ["e1"]) == {}
 
 
 async def test_an_expired_event_is_no_longer_known(
     prefilter: Prefilter, clock: FrozenClock
 ) -> None:
-    await prefilter.remember("points", ["e1"])
+    await prefilter.remember("points", applied("e1"))
     clock.advance(TTL - 1)
-    assert await prefilter.known("points", ["e1"]) == {"e1"}
+    assert await prefilter.known("points", ["e1"]) == {"e1": EVENT}
     clock.advance(1)
 
-    assert await prefilter.known("points", ["e1"]) == set()
+    assert await prefilter.known("points", ["e1"]) == {}
 
 
 async def test_one_round_trip_per_call_and_none_for_nothing(
     prefilter: Prefilter, redis: FakeRedis
 ) -> None:
     ids = [f"e{i}" for i in range(500)]
-    await prefilter.remember("points", ids)
+    await prefilter.remember("points", applied(*ids))
     await prefilter.known("points", [*ids, *ids])
     await prefilter.known("points", [])
-    await prefilter.remember("points", [])
+    await prefilter.remember("points", {})
 
     assert redis.round_trips == ["EVALSHA x500", "MGET"]
 
@@ -195,10 +218,10 @@ FAULTS = [
 
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda e: type(e).__name__)
 async def test_known_fails_open(prefilter: Prefilter, redis: FakeRedis, fault: Exception) -> None:
-    await prefilter.remember("points", ["e1"])
+    await prefilter.remember("points", applied("e1"))
     redis.fault = fault
 
-    assert await prefilter.known("points", ["e1"]) == set()
+    assert await prefilter.known("points", ["e1"]) == {}
     assert prefilter.counters.errors == 1 and prefilter.counters.hits == 0
 
 
@@ -207,7 +230,7 @@ async def test_remember_drops_the_write_on_failure(
     prefilter: Prefilter, redis: FakeRedis, fault: Exception
 ) -> None:
     redis.fault = fault
-    await prefilter.remember("points", ["e1"])
+    await prefilter.remember("points", applied("e1"))
 
     assert redis.values == {}
     assert prefilter.counters.errors == 1 and prefilter.counters.remembered == 0
@@ -218,8 +241,8 @@ async def test_a_stalled_redis_costs_at_most_the_timeout(
 ) -> None:
     redis.stall = True
     started = time.monotonic()
-    assert await prefilter.known("points", ["e1"]) == set()
-    await prefilter.remember("points", ["e1"])
+    assert await prefilter.known("points", ["e1"]) == {}
+    await prefilter.remember("points", applied("e1"))
     elapsed = time.monotonic() - started
 
     assert elapsed < 10 * TIMEOUT
@@ -258,30 +281,30 @@ async def test_a_cancelled_probe_does_not_stop_later_probes(
         await probe
 
     redis.stall = False
-    await prefilter.remember("points-service", ["e1"])  # the next call probes, and succeeds
+    await prefilter.remember("points-service", applied("e1"))  # the next call probes, and succeeds
     assert prefilter.breaker.state is Circuit.CLOSED
-    assert await prefilter.known("points-service", ["e1"]) == {"e1"}
+    assert await prefilter.known("points-service", ["e1"]) == {"e1": EVENT}
 
 
 async def test_a_dead_redis_stops_being_asked_until_the_probe(
     prefilter: Prefilter, redis: FakeRedis, clock: FrozenClock
 ) -> None:
-    await prefilter.remember("points", ["e1"])
+    await prefilter.remember("points", applied("e1"))
     redis.fault = ConnectionRefusedError()
     redis.round_trips.clear()
     for _ in range(THRESHOLD):
-        assert await prefilter.known("points", ["e1"]) == set()
+        assert await prefilter.known("points", ["e1"]) == {}
     assert prefilter.breaker.state is Circuit.OPEN
 
     for _ in range(20):  # batches while open: no round trip, still nothing known
-        assert await prefilter.known("points", ["e1"]) == set()
-        await prefilter.remember("points", ["e2"])
+        assert await prefilter.known("points", ["e1"]) == {}
+        await prefilter.remember("points", applied("e2"))
     assert redis.round_trips == ["MGET"] * THRESHOLD
     assert prefilter.counters.short_circuits == 40
 
     redis.fault = None  # Redis is back; the cool-down passes; the next call probes
     clock.advance(COOLDOWN)
-    assert await prefilter.known("points", ["e1"]) == {"e1"}
+    assert await prefilter.known("points", ["e1"]) == {"e1": EVENT}
     assert prefilter.breaker.state is Circuit.CLOSED
     assert prefilter.counters.errors == THRESHOLD
 
@@ -291,7 +314,7 @@ async def test_a_write_failure_counts_towards_the_circuit(
 ) -> None:
     redis.fault = OSError("down")
     for _ in range(THRESHOLD):
-        await prefilter.remember("points", ["e1"])
+        await prefilter.remember("points", applied("e1"))
 
     assert prefilter.breaker.state is Circuit.OPEN
 

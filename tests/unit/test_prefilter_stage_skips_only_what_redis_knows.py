@@ -4,42 +4,51 @@ Contract: ``ask`` asks Redis once per consumer (for the records that consumer is
 for) and hands back, in arrival order, every record that some consumer it is for
 is not known to have applied; a record that every one of its consumers applied
 becomes a ``Duplicate`` for each of them (detail: the prefilter) without being
-validated. A retry or replay record (for the consumer it names) is not asked
+validated, when the event Redis keeps for its id (aggregate and version) is the one
+the record names. A record reusing a known id for another event is never skipped:
+the database dead-letters it. A retry or replay record (for the consumer it names) is not asked
 about and always passes: the database settles its failure when it finds the
 event applied. Without a prefilter, or when Redis knows nothing, the records
 pass untouched; an empty batch asks nothing. ``skip_known`` hands a consumer's
 transaction every event not known for it, and every retry or replay, in arrival
-order, and turns each other known one into a ``Duplicate``, which is what the
-database's dedup would have said. ``remember_applied`` passes on only the
-consumer's ``Applied`` event ids: an event with any other outcome (parked,
+order, and turns each other known one (as that event) into a ``Duplicate``, which is
+what the database's dedup would have said. ``remember_applied`` passes on only the
+consumer's ``Applied`` event ids, each with its event: an event with any other outcome (parked,
 stale, retried, ...) must reach the database again when it is delivered again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from app.pipeline.decode import Decoded, Read, decode, read
+import orjson
+
+from app.pipeline.decode import Decoded, EventOf, Read, decode, read
 from app.pipeline.outcomes import Applied, Duplicate, Kind, Outcome
 from app.prefilter.stage import SKIPPED, ask, remember_applied, skip_known
 from app.records import RawRecord
-from tests.pipeline.events import Records
+from tests.pipeline.events import Records, envelope
+
+ORDER_1: EventOf = ("Order", "o-1", 1)
+"""The event ``Records.event`` makes by default: aggregate Order o-1, version 1."""
+UNVERSIONED: EventOf = ("Order", "o-1", None)
 
 
 class KnownSet:
-    """A prefilter that knows a fixed set of (consumer, eventId) pairs and records its calls."""
+    """A prefilter that knows a fixed set of (consumer, eventId) pairs, each as ``ORDER_1``
+    or the event a third item names, and records its calls."""
 
-    def __init__(self, *known: tuple[str, str]) -> None:
-        self.pairs = set(known)
+    def __init__(self, *known: tuple[str, str] | tuple[str, str, EventOf]) -> None:
+        self.events = {(pair[0], pair[1]): pair[2] if len(pair) == 3 else ORDER_1 for pair in known}
         self.asked: list[tuple[str, list[str]]] = []
-        self.remembered: list[tuple[str, list[str]]] = []
+        self.remembered: list[tuple[str, dict[str, EventOf]]] = []
 
-    async def known(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+    async def known(self, consumer: str, event_ids: Sequence[str]) -> dict[str, EventOf]:
         self.asked.append((consumer, list(event_ids)))
-        return {i for i in event_ids if (consumer, i) in self.pairs}
+        return {i: self.events[consumer, i] for i in event_ids if (consumer, i) in self.events}
 
-    async def remember(self, consumer: str, event_ids: Sequence[str]) -> None:
-        self.remembered.append((consumer, list(event_ids)))
+    async def remember(self, consumer: str, applied: Mapping[str, EventOf]) -> None:
+        self.remembered.append((consumer, dict(applied)))
 
 
 def events(*event_ids: str) -> list[Decoded]:
@@ -60,7 +69,10 @@ CONSUMERS = ("inventory", "points")
 
 async def test_records_every_consumer_applied_are_duplicates_without_validation() -> None:
     records = Records()
-    broken = records.raw(b'{"eventId": "e2", "eventType": "OrderPaid", "data": 7}')
+    broken = records.raw(
+        b'{"eventId": "e2", "eventType": "OrderPaid", "aggregateType": "Order",'
+        b' "aggregateId": "o-1", "aggregateVersion": "1", "data": 7}'
+    )
     batch = reads(records.event("e1"), broken, records.event("e3"), records.event("e4"))
     prefilter = KnownSet(
         ("points", "e2"),
@@ -73,7 +85,10 @@ async def test_records_every_consumer_applied_are_duplicates_without_validation(
     todo, known, skipped = await ask(prefilter, CONSUMERS, batch)
 
     assert [item.event_id for item in todo] == ["e1", "e3"]
-    assert known == {"inventory": {"e2", "e4"}, "points": {"e2", "e3", "e4"}}
+    assert known == {
+        "inventory": {"e2": ORDER_1, "e4": ORDER_1},
+        "points": {"e2": ORDER_1, "e3": ORDER_1, "e4": ORDER_1},
+    }
     assert skipped == [
         Outcome(Kind.DUPLICATE, c, event_id, "OrderPaid", SKIPPED)
         for event_id in ("e2", "e4")
@@ -108,7 +123,7 @@ def test_a_consumer_hands_a_known_retry_to_its_transaction() -> None:
     assert isinstance(retry, Decoded)
     main = events("e2")
 
-    todo, skipped = skip_known({"e1", "e2"}, "points", [retry, *main])
+    todo, skipped = skip_known({"e1": ORDER_1, "e2": UNVERSIONED}, "points", [retry, *main])
 
     assert todo == [retry]
     assert skipped == [Outcome(Kind.DUPLICATE, "points", "e2", "OrderPaid", SKIPPED)]
@@ -119,7 +134,7 @@ async def test_nothing_known_no_prefilter_or_an_empty_batch_passes_untouched() -
     batch = reads(records.event("e1"), records.raw(b'{"eventType": "OrderPaid"}'))
     prefilter = KnownSet(("points", "e1"))
 
-    assert await ask(KnownSet(), CONSUMERS, batch) == (batch, {c: set() for c in CONSUMERS}, [])
+    assert await ask(KnownSet(), CONSUMERS, batch) == (batch, {c: {} for c in CONSUMERS}, [])
     assert await ask(None, CONSUMERS, batch) == (batch, {}, [])
     assert await ask(prefilter, CONSUMERS, []) == ([], {}, [])
     assert prefilter.asked == []
@@ -128,14 +143,14 @@ async def test_nothing_known_no_prefilter_or_an_empty_batch_passes_untouched() -
 def test_a_consumer_skips_the_events_known_for_it_in_order() -> None:
     batch = events("e1", "e2", "e3", "e4")
 
-    todo, skipped = skip_known({"e2", "e4"}, "points", batch)
+    todo, skipped = skip_known({"e2": UNVERSIONED, "e4": UNVERSIONED}, "points", batch)
 
     assert [item.event_id for item in todo] == ["e1", "e3"]
     assert skipped == [
         Outcome(Kind.DUPLICATE, "points", "e2", "OrderPaid", SKIPPED),
         Outcome(Kind.DUPLICATE, "points", "e4", "OrderPaid", SKIPPED),
     ]
-    assert skip_known(set(), "points", batch) == (batch, [])
+    assert skip_known({}, "points", batch) == (batch, [])
 
 
 async def test_only_the_consumers_applied_events_are_remembered() -> None:
@@ -151,15 +166,63 @@ async def test_only_the_consumers_applied_events_are_remembered() -> None:
         Applied("points", "e7", "OrderPaid"),
     ]
 
-    await remember_applied(prefilter, "points", outcomes)
+    applied = events("e1", "e7", "e6")
 
-    assert prefilter.remembered == [("points", ["e1", "e7"])]
+    await remember_applied(prefilter, "points", outcomes, applied)
+
+    assert prefilter.remembered == [("points", {"e1": UNVERSIONED, "e7": UNVERSIONED})]
 
 
 async def test_nothing_applied_means_no_write() -> None:
     prefilter = KnownSet()
 
-    await remember_applied(prefilter, "points", [Duplicate("points", "e2", "OrderPaid")])
-    await remember_applied(None, "points", [Applied("points", "e1", "OrderPaid")])
+    await remember_applied(
+        prefilter, "points", [Duplicate("points", "e2", "OrderPaid")], events("e2")
+    )
+    await remember_applied(None, "points", [Applied("points", "e1", "OrderPaid")], events("e1"))
 
     assert prefilter.remembered == []
+
+
+async def test_a_known_id_reused_for_another_event_is_never_skipped() -> None:
+    records = Records()
+    other_aggregate = records.event("e1", aggregate_id="o-9")
+    other_version = records.event("e2", version=2)
+    numeric = records.raw(orjson.dumps(envelope("e3", aggregate_id=7)), key=b"7")  # type: ignore[arg-type]
+    same = records.event("e4")
+    prefilter = KnownSet(
+        *((c, "e1") for c in CONSUMERS),
+        *((c, "e2") for c in CONSUMERS),
+        *((c, "e3", ("Order", "7", 1)) for c in CONSUMERS),
+        ("points", "e4"),
+        ("inventory", "e4", ("Order", "o-1", 2)),
+    )
+
+    todo, known, skipped = await ask(
+        prefilter, CONSUMERS, reads(other_aggregate, other_version, numeric, same)
+    )
+
+    assert [item.event_id for item in todo] == ["e1", "e2", "e4"]
+    assert skipped == [Outcome(Kind.DUPLICATE, c, "e3", "OrderPaid", SKIPPED) for c in CONSUMERS]
+    decoded = [decode(item.record) for item in todo]
+    assert all(isinstance(item, Decoded) for item in decoded)
+    for consumer in CONSUMERS:
+        left, known_here = skip_known(known[consumer], consumer, decoded)  # type: ignore[arg-type]
+        expected = ["e1", "e2"] if consumer == "points" else ["e1", "e2", "e4"]
+        assert [item.event_id for item in left] == expected
+        assert [o.event_id for o in known_here] == ([] if consumer == "inventory" else ["e4"])
+
+
+async def test_of_two_events_with_one_id_the_first_is_remembered() -> None:
+    records = Records()
+    first, reused = (
+        decode(records.event("e1", aggregate_id=aggregate)) for aggregate in ("o-1", "o-2")
+    )
+    assert isinstance(first, Decoded) and isinstance(reused, Decoded)
+    prefilter = KnownSet()
+
+    await remember_applied(
+        prefilter, "points", [Applied("points", "e1", "OrderPaid")], [first, reused]
+    )
+
+    assert prefilter.remembered == [("points", {"e1": ORDER_1})]
