@@ -83,6 +83,9 @@ class ConsumerBatch:
     # (an outside call it makes would be made twice per attempt).
     failed_before: HandlerFailed | None = None
     outcomes: list[Outcome] = field(default_factory=list)
+    # The events applied (each ``Applied`` outcome's, parked ones drained included), by
+    # eventId, as their dedup records name them: what the Redis prefilter learns.
+    applied: dict[str, EventOf] = field(default_factory=dict)
     _changes: BatchChanges = field(default_factory=BatchChanges.empty)
     _versions: dict[Aggregate, int | None] = field(default_factory=dict)
     _parked_db: dict[Aggregate, dict[int, ParkedRow]] = field(default_factory=dict)
@@ -306,6 +309,7 @@ class ConsumerBatch:
             self._out(Skipped, item)
         else:  # a replay counts once it applies; its later trips through the tiers carry the count
             self._out(Applied, item, REPLAYED if trip.replay_count else "")
+            self.applied[item.event_id] = item.event_of
         return True
 
     def _settle_failures(self, event_id: str, status: str) -> None:

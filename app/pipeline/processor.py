@@ -214,17 +214,15 @@ class BatchProcessor:
             holds,
         )
         # Committed: what follows runs to its end even if the batch is cancelled now.
-        await to_the_end(self._after_commit(consumer, batch, todo), AFTER_COMMIT_GRACE_SECONDS)
+        await to_the_end(self._after_commit(consumer, batch), AFTER_COMMIT_GRACE_SECONDS)
         return skipped + batch.outcomes
 
-    async def _after_commit(
-        self, consumer: str, batch: ConsumerBatch, events: list[Decoded]
-    ) -> None:
+    async def _after_commit(self, consumer: str, batch: ConsumerBatch) -> None:
         # Committed with its failures' records in the outbox: the relay ships them.
         if batch.outbox_rows:
             self._outbox_written()
         await _run_after_commit(batch.ctx, self.router.detail, self.after_commit_limit)
-        await remember_applied(self.prefilter, consumer, batch.outcomes, events)
+        await remember_applied(self.prefilter, consumer, batch.applied)
 
     async def _until_done(
         self,

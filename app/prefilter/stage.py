@@ -6,7 +6,7 @@ validated and after each consumer's transaction.
     reads, known, skipped = await ask(prefilter, consumers, reads)  # before validation
     todo, skipped = skip_known(known[consumer], consumer, events)   # before it opens
     outcomes = skipped + <dedup, gate, apply, commit> (todo)        # as without Redis
-    await remember_applied(prefilter, consumer, outcomes, todo)     # after it committed
+    await remember_applied(prefilter, consumer, batch.applied)      # after it committed
 
 An event Redis knows, by its eventId and the event that id stood for (its aggregate
 and version), is one this consumer's database already committed, so the database's
@@ -114,29 +114,15 @@ def skip_known(
 
 
 async def remember_applied(
-    prefilter: Lookup | None,
-    consumer: str,
-    outcomes: Sequence[Outcome],
-    events: Sequence[Decoded],
+    prefilter: Lookup | None, consumer: str, applied: Mapping[str, EventOf]
 ) -> None:
-    """Tell Redis which of ``events`` (the transaction's) ``consumer`` applied, each as the
-    event its id stood for. Call only once their transaction committed.
+    """Tell Redis which events ``consumer``'s transaction applied (``ConsumerBatch.applied``:
+    each ``Applied`` outcome's event, by eventId), each as the event its id stood for.
+    Call only once that transaction committed.
 
-    Only ``Applied`` is remembered, the one outcome saying that the transaction
-    committed the event: any other (parked, stale, retried, ...) must reach the
-    database again when the event is delivered again. Of two events with one id, the
-    first is the one applied (the other was dead-lettered as reusing its id).
+    Only an applied event is remembered, the one outcome saying that the transaction
+    committed its dedup record: any other (parked, stale, retried, ...) must reach the
+    database again when the event is delivered again.
     """
-    if prefilter is None:
-        return
-    applied_ids = {
-        o.event_id
-        for o in outcomes
-        if o.kind is Kind.APPLIED and o.consumer == consumer and o.event_id is not None
-    }
-    applied: dict[str, EventOf] = {}
-    for item in events:
-        if item.event_id in applied_ids and item.event_id not in applied:
-            applied[item.event_id] = item.event_of
-    if applied:
+    if prefilter is not None and applied:
         await prefilter.remember(consumer, applied)

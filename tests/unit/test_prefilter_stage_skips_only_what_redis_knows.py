@@ -1,4 +1,4 @@
-"""The prefilter stage skips exactly the events Redis knows, and remembers only applied ones.
+"""The prefilter stage skips exactly the events Redis knows, and remembers what was applied.
 
 Contract: ``ask`` asks Redis once per consumer (for the records that consumer is
 for) and hands back, in arrival order, every record that some consumer it is for
@@ -6,15 +6,16 @@ is not known to have applied; a record that every one of its consumers applied
 becomes a ``Duplicate`` for each of them (detail: the prefilter) without being
 validated, when the event Redis keeps for its id (aggregate and version) is the one
 the record names. A record reusing a known id for another event is never skipped:
-the database dead-letters it. A retry or replay record (for the consumer it names) is not asked
-about and always passes: the database settles its failure when it finds the
-event applied. Without a prefilter, or when Redis knows nothing, the records
+the database dead-letters it. A retry or replay record (for the consumer it names)
+is not asked about and always passes: the database settles its failure when it finds
+the event applied. Without a prefilter, or when Redis knows nothing, the records
 pass untouched; an empty batch asks nothing. ``skip_known`` hands a consumer's
 transaction every event not known for it, and every retry or replay, in arrival
 order, and turns each other known one (as that event) into a ``Duplicate``, which is
-what the database's dedup would have said. ``remember_applied`` passes on only the
-consumer's ``Applied`` event ids, each with its event: an event with any other outcome (parked,
-stale, retried, ...) must reach the database again when it is delivered again.
+what the database's dedup would have said. ``remember_applied`` passes on what a
+consumer's transaction applied, each event with its aggregate and version, and
+writes nothing when it applied nothing (which events those are is the consumer
+batch's: ``tests/pipeline/test_redis_learns_each_applied_event_as_its_dedup_record_names_it.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import orjson
 
 from app.pipeline.decode import Decoded, EventOf, Read, decode, read
-from app.pipeline.outcomes import Applied, Duplicate, Kind, Outcome
+from app.pipeline.outcomes import Kind, Outcome
 from app.prefilter.stage import SKIPPED, ask, remember_applied, skip_known
 from app.records import RawRecord
 from tests.pipeline.events import Records, envelope
@@ -153,33 +154,19 @@ def test_a_consumer_skips_the_events_known_for_it_in_order() -> None:
     assert skip_known({}, "points", batch) == (batch, [])
 
 
-async def test_only_the_consumers_applied_events_are_remembered() -> None:
+async def test_what_the_transaction_applied_is_remembered_with_its_events() -> None:
     prefilter = KnownSet()
-    not_applied = [
-        Outcome(k, "points", f"e-{k}", "OrderPaid") for k in Kind if k is not Kind.APPLIED
-    ]
-    outcomes = [
-        Applied("points", "e1", "OrderPaid"),
-        *not_applied,
-        Applied("inventory", "e6", "OrderPaid"),
-        Outcome(Kind.APPLIED, "points", None),
-        Applied("points", "e7", "OrderPaid"),
-    ]
 
-    applied = events("e1", "e7", "e6")
+    await remember_applied(prefilter, "points", {"e1": ORDER_1, "e7": UNVERSIONED})
 
-    await remember_applied(prefilter, "points", outcomes, applied)
-
-    assert prefilter.remembered == [("points", {"e1": UNVERSIONED, "e7": UNVERSIONED})]
+    assert prefilter.remembered == [("points", {"e1": ORDER_1, "e7": UNVERSIONED})]
 
 
 async def test_nothing_applied_means_no_write() -> None:
     prefilter = KnownSet()
 
-    await remember_applied(
-        prefilter, "points", [Duplicate("points", "e2", "OrderPaid")], events("e2")
-    )
-    await remember_applied(None, "points", [Applied("points", "e1", "OrderPaid")], events("e1"))
+    await remember_applied(prefilter, "points", {})
+    await remember_applied(None, "points", {"e1": ORDER_1})
 
     assert prefilter.remembered == []
 
@@ -211,18 +198,3 @@ async def test_a_known_id_reused_for_another_event_is_never_skipped() -> None:
         expected = ["e1", "e2"] if consumer == "points" else ["e1", "e2", "e4"]
         assert [item.event_id for item in left] == expected
         assert [o.event_id for o in known_here] == ([] if consumer == "inventory" else ["e4"])
-
-
-async def test_of_two_events_with_one_id_the_first_is_remembered() -> None:
-    records = Records()
-    first, reused = (
-        decode(records.event("e1", aggregate_id=aggregate)) for aggregate in ("o-1", "o-2")
-    )
-    assert isinstance(first, Decoded) and isinstance(reused, Decoded)
-    prefilter = KnownSet()
-
-    await remember_applied(
-        prefilter, "points", [Applied("points", "e1", "OrderPaid")], [first, reused]
-    )
-
-    assert prefilter.remembered == [("points", {"e1": ORDER_1})]
