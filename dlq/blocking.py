@@ -19,7 +19,7 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.tables import aggregate_version, failed_event, parked_event
-from dlq.dead import SETTLED
+from dlq.dead import SETTLED, FailureStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,14 @@ class OpenFailure:
     reason: str
 
     def remedy(self, waiting: str) -> str:
-        """The commands that settle it for ``waiting`` (the consumer whose events wait)."""
+        """The commands that settle it for ``waiting`` (the consumer whose events wait); for
+        an event still on its way through the retry tiers, that it needs none yet."""
+        if self.status == FailureStatus.RETRYING and self.consumer:
+            follow = f": python -m app trace {self.event_id}" if self.event_id else ""
+            return (
+                "it comes back from its retry tier by itself, and goes to the DLT if its "
+                f"last tier fails too; nothing to replay or skip before that{follow}"
+            )
         if self.event_id is None:
             return "python -m dlq list, then replay or skip it by its position"
         named = f"--event-id {self.event_id}"

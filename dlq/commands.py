@@ -160,12 +160,18 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
         todo = plan(selected, decision.action, decision.force, decision.for_consumers)
         _explain(todo, decision, target, out)
         wanted = len(todo.act) + len(todo.settle)
-        if wanted and not decision.execute:
-            out.print(
-                f"dry run: would {decision.action} {wanted} of {todo.selected} selected, "
-                f"{_left_alone(todo)}; nothing published (add --execute)"
-            )
-            return 0
+        if not decision.execute:
+            if wanted:
+                out.print(
+                    f"dry run: would {decision.action} {wanted} of {todo.selected} selected, "
+                    f"{_left_alone(todo)}; nothing published (add --execute)"
+                )
+            else:
+                out.print(
+                    f"dry run: nothing to {decision.action} of {todo.selected} selected, "
+                    f"{_left_alone(todo)}"
+                )
+            return 2 if _refused_only(todo) else 0
         summary = Summary()
         if todo.settle:
             summary = await settle(
@@ -189,9 +195,12 @@ async def act(target: Target, selection: Selection, decision: Decision, out: Con
         f"selected {todo.selected}: {decision.action.past} {len(summary.done)}, "
         f"{_left_alone(todo)}, errors {len(summary.errors)}"
     )
-    # Only refusals (skip of poison): the operator's request could not be done at all.
-    refused_only = todo.refused and not (todo.act or todo.left_alone or todo.older_copies)
-    return 2 if summary.errors or refused_only else 0
+    return 2 if summary.errors or _refused_only(todo) else 0
+
+
+def _refused_only(todo: Plan) -> bool:
+    """Only refusals (skip of poison): the operator's request could not be done at all."""
+    return bool(todo.refused) and not (todo.act or todo.left_alone or todo.older_copies)
 
 
 async def _read_topic(target: Target) -> tuple[list[RawRecord], NothingMatched | None]:

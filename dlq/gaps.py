@@ -169,8 +169,8 @@ async def release(
         for version, failure in sorted(failed.items()):
             out.print(f"version {version} {failure.describe(consumer)}")
         raise CommandError(
-            f"version(s) {', '.join(map(str, sorted(failed)))} were sent and failed: settle "
-            "them as above; release gives up only versions that never came"
+            f"version(s) {', '.join(map(str, sorted(failed)))} were sent and failed: see "
+            "above; release gives up only versions that never came"
         )
     versions = ", ".join(map(str, gap.missing))
     if not execute:

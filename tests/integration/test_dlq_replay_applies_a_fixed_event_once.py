@@ -6,7 +6,8 @@ status. Replayed too early, the event dies again: a second DLT copy with
 is fixed, ``replay --execute`` publishes the newest copy only and applies the dead
 event for its consumer (its parked successor then applies too, in order),
 the ``failed_event`` row ends ``resolved`` with the operator's name and note.
-A second ``replay --execute`` leaves the resolved record alone, and even a
+A second ``replay`` leaves the resolved record alone (its dry run says there is
+nothing to replay, not "replayed 0"), and even a
 forced one (published again, and said to be a duplicate for its consumer) changes
 nothing, not even the row: the effect is applied once. The worker's
 ``effectively_once_replays_total`` for the consumer counts the one replay that applied:
@@ -111,6 +112,13 @@ async def test_replay_after_the_fix_applies_once_however_often_it_runs(
     # Counted once the batch is done, a moment after its commit.
     await eventually(replays, lambda n: n == 1, what="the replay to be counted", within=10)
 
+    dry_again = await dlq("replay", "--event-id", death.event_id)
+    assert dry_again.code == 0, dry_again.err
+    assert (
+        "dry run: nothing to replay of 2 selected, left alone 2 (resolved 1, older copy 1)"
+        in dry_again.out
+    ), dry_again.out
+    assert "replayed 0" not in dry_again.out
     again = await dlq("replay", "--event-id", death.event_id, "--execute")
     assert again.code == 0, again.err
     assert "selected 2: replayed 0, left alone 2 (resolved 1, older copy 1), errors 0" in again.out

@@ -7,6 +7,8 @@ names that failure and the commands that settle it (``dlq replay --event-id`` on
 ``dlq release``; ``dlq release`` refuses such a version, naming it and the same
 commands, and publishes nothing, even with ``--execute``: released, the version was
 taken while its failure stayed open, dead in ``dlq list``, replayable, its alert on.
+A version still retrying (its record in a retry tier) is named as such: it comes back by
+itself, and neither replay nor skip can act on it before it is dead (it is in no DLT).
 Poison holds the version for every consumer that misses it, whatever its row says (a
 skip another consumer took marks it ``skipped``). A version whose own failure was settled
 since, or that never came, is released as before.
@@ -134,6 +136,24 @@ def test_a_dead_version_is_named_with_replay_and_skip(tmp_path: Path) -> None:
     assert f"version 2 failed (event ev-v2: dead, retries-exhausted): {remedy}" in (
         console.export_text()
     )
+
+
+def test_a_retrying_version_is_named_as_coming_back_by_itself(tmp_path: Path) -> None:
+    url = database(tmp_path, [failure(CONSUMER, 2, "retrying", "ev-v2")])
+    waits = (
+        "failed (event ev-v2: retrying, retries-exhausted): it comes back from its retry tier "
+        "by itself, and goes to the DLT if its last tier fails too; nothing to replay or skip "
+        "before that: python -m app trace ev-v2"
+    )
+
+    assert asyncio.run(parked_detail(url)) == f"version 3 waits for version 2, which {waits}"
+    console = Console(record=True, width=400)
+    with pytest.raises(CommandError, match=r"version\(s\) 2 were sent and failed: see above"):
+        asyncio.run(
+            release(no_broker(url), CONSUMER, ("Order", "o-7"), True, console, Release("ops"))
+        )
+    assert f"version 2 {waits}" in console.export_text()
+    assert "dlq replay" not in console.export_text()
 
 
 @pytest.mark.parametrize("status", ["dead", "skipped"])
