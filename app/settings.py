@@ -23,7 +23,7 @@ from app.db.timeouts import DbTimeouts
 from app.db.urls import normalise_database_url
 from app.extras import require
 from app.failure_detail import FailureDetail
-from dlq.topics import dlt_topic, retry_topic, topic_name
+from dlq.topics import delay_label, dlt_topic, retry_topic, topic_name
 from schemas.ids import NO_CONTROL_CHARACTERS
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./effectively_once.db"
@@ -99,6 +99,7 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     log_format: Literal["text", "json"] = "text"
     failure_detail: FailureDetail = FailureDetail.MESSAGE
     retry_delays: str = "1,5,30,300"
+    retry_delays_retired: str = ""
     prefilter_key_prefix: str = "eo:applied"
     prefilter_ttl_seconds: int = Field(default=86_400, ge=1)
     prefilter_timeout_seconds: float = Field(default=0.05, gt=0)
@@ -271,10 +272,32 @@ class Settings(BaseSettings, BrokerSecuritySettings):
         parse_delays(value)
         return value
 
+    @field_validator("retry_delays_retired")
+    @classmethod
+    def _retired_parse(cls, value: str) -> str:
+        parse_delays(value, "RETRY_DELAYS_RETIRED")
+        return value
+
+    @model_validator(mode="after")
+    def _retired_not_in_use(self) -> Settings:
+        used = {delay_label(delay) for delay in self.retry_delay_seconds}
+        both = [delay_label(d) for d in self.retired_retry_delay_seconds if delay_label(d) in used]
+        if both:
+            raise ValueError(
+                f"RETRY_DELAYS_RETIRED names tiers RETRY_DELAYS still routes to: {', '.join(both)}"
+            )
+        return self
+
     @property
     def retry_delay_seconds(self) -> tuple[float, ...]:
         """The retry tiers, in seconds, shortest first (may be empty: failures go to the DLT)."""
         return parse_delays(self.retry_delays)
+
+    @property
+    def retired_retry_delay_seconds(self) -> tuple[float, ...]:
+        """Retry tiers no failure is routed to any more, still read until they are empty
+        (``RETRY_DELAYS`` changed while records waited in them)."""
+        return parse_delays(self.retry_delays_retired, "RETRY_DELAYS_RETIRED")
 
     @property
     def handler_module_names(self) -> list[str]:
@@ -335,20 +358,21 @@ def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def parse_delays(text: str) -> tuple[float, ...]:
-    """``"1,5,30,300"`` → ``(1.0, 5.0, 30.0, 300.0)``; positive, strictly increasing."""
+def parse_delays(text: str, name: str = "RETRY_DELAYS") -> tuple[float, ...]:
+    """``"1,5,30,300"`` → ``(1.0, 5.0, 30.0, 300.0)``; positive, strictly increasing.
+    ``name``: the setting, for the message."""
     parts = [part.strip() for part in text.split(",") if part.strip()]
     try:
         delays = tuple(float(part) for part in parts)
     except ValueError:
-        raise ValueError(f"RETRY_DELAYS must be comma-separated seconds, got {text!r}") from None
+        raise ValueError(f"{name} must be comma-separated seconds, got {text!r}") from None
     if not all(0 < delay <= MAX_RETRY_DELAY_SECONDS for delay in delays):
         raise ValueError(
-            f"RETRY_DELAYS must be seconds above 0 and at most {MAX_RETRY_DELAY_SECONDS:g} "
+            f"{name} must be seconds above 0 and at most {MAX_RETRY_DELAY_SECONDS:g} "
             f"(7 days), got {text!r}"
         )
     if list(delays) != sorted(set(delays)):
-        raise ValueError(f"RETRY_DELAYS must be increasing, got {text!r}")
+        raise ValueError(f"{name} must be increasing, got {text!r}")
     return delays
 
 

@@ -34,6 +34,19 @@ def delay_label(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
+def delay_seconds(label: str) -> float | None:
+    """The delay ``delay_label`` spells as ``label`` (``30s``, ``5m``, ``1h``), or ``None``."""
+    unit = _UNIT_SECONDS.get(label[-1:])
+    try:
+        amount = float(label[:-1])
+    except ValueError:
+        return None
+    return None if unit is None or amount <= 0 else amount * unit
+
+
 def retry_topic(base: str, delay_seconds: float) -> str:
     """The retry tier of ``base`` for events that wait ``delay_seconds``."""
     return f"{base}{RETRY_INFIX}{delay_label(delay_seconds)}"

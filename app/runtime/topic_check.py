@@ -40,9 +40,11 @@ from dlq.topics import dlt_topic, retry_topic
 
 
 def needed_topics(settings: Settings, registry: Registry) -> list[str]:
-    """The topics a worker reads or writes, in that order: main, retry tiers, DLT, emitted."""
+    """The topics a worker reads or writes, in that order: main, retry tiers (the retired
+    ones too), DLT, emitted."""
     base = settings.order_topic
-    own = [base, *(retry_topic(base, d) for d in settings.retry_delay_seconds), dlt_topic(base)]
+    tiers = (*settings.retry_delay_seconds, *settings.retired_retry_delay_seconds)
+    own = [base, *(retry_topic(base, d) for d in tiers), dlt_topic(base)]
     return own + sorted(set(registry.emitted_topics) - set(own))
 
 

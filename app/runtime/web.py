@@ -30,6 +30,7 @@ from app.monitoring.progress import Progress, TopicPartition
 from app.monitoring.watch import Watch, keep_watching
 from app.registry import Registry
 from app.runtime.positions import faust_consumer, known_position
+from app.runtime.tier_check import StrandedTiers
 from app.settings import Settings
 
 log = logging.getLogger("effectively_once.web")
@@ -109,6 +110,7 @@ def add_observability(
     database = _Database(settings.database_url, settings.db_timeouts)
     partitions = FaustPartitions(app)
     broker_check = BrokerCheck(clients, partitions.topics)
+    tiers = StrandedTiers(clients, settings)
     metrics.initialise(registry.consumers)
 
     @app.page("/metrics")
@@ -163,9 +165,13 @@ def add_observability(
                 relay = await readiness.outbox(database.engine, settings.relay_stall_seconds)
             start = [start_health()] if start_health is not None else []
             more = [relay] if relay is not None else []
-            checks = (db, broker, *start, assigned, stalled, *more)
+            checks = (db, broker, *start, assigned, stalled, tiers.check(), *more)
             report = readiness.Readiness(checks)
             return self.json(report.body(), status=200 if report.ok else 503)
+
+    @app.task
+    async def _look_for_stranded_tiers() -> None:
+        await tiers.keep_looking()
 
     @app.task
     async def _sample_parking() -> None:

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.support.http import get_json, readiness_is, sample
+from tests.integration.support.http import readiness_is, ready_fails_on, sample
 from tests.integration.support.kafka import OrderTopic
-from tests.integration.support.waiting import eventually
 from tests.integration.support.workers import Stream, Workers
 
 pytestmark = pytest.mark.integration
@@ -36,13 +35,7 @@ async def test_a_refused_relay_fails_ready_by_name(
         async with OrderTopic(tansu_stream):
             worker = workers.start(database_url, env={"RELAY_IDEMPOTENT": idempotent})
             if idempotent == "true":
-                _, body = await eventually(
-                    lambda: get_json(worker, "/ready"),
-                    lambda answer: answer[0] == 503 and answer[1]["failed"] == ["relay"],
-                    what="/ready to fail on the relay alone",
-                    within=60,
-                    workers=[worker],
-                )
+                body = await ready_fails_on(worker, "relay", within=60)
                 detail = body["checks"]["relay"]["detail"]
                 assert "the relay cannot run" in detail
                 assert "RELAY_IDEMPOTENT=false" in detail

@@ -55,6 +55,7 @@ async def test_ready_is_503_while_the_database_is_gone_and_200_when_it_is_back(
         "start",
         "partitions",
         "progress",
+        "retry tiers",
         "relay",
     }
     assert await get_json(worker, "/health") == (200, {"status": "alive"})

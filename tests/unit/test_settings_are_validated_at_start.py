@@ -172,6 +172,8 @@ def test_the_database_url_gets_an_async_driver(url: str, expected: str) -> None:
         ("retry_delays", "nan"),
         ("retry_delays", "1,inf"),
         ("retry_delays", "1e12"),
+        ("retry_delays_retired", "x"),
+        ("retry_delays_retired", "30,5"),
         ("dedup_retention", "30"),  # seconds: every redelivery a day later applies again
         ("dedup_retention", "0"),
         ("dedup_retention", "59m"),
@@ -243,3 +245,13 @@ def test_a_redis_url_naming_a_database_by_number_or_none_is_taken(url: str) -> N
 
 def test_a_redis_password_with_a_reserved_character_is_a_secret() -> None:
     assert "pw#1" in Settings(redis_url="redis://:pw%231@127.0.0.1:6379/0").secrets
+
+
+def test_a_retired_retry_tier_still_routed_to_is_refused() -> None:
+    with pytest.raises(
+        ValidationError, match="RETRY_DELAYS_RETIRED names tiers RETRY_DELAYS still"
+    ):
+        Settings(retry_delays="1,5,30", retry_delays_retired="5")
+    settings = Settings(retry_delays="1,60", retry_delays_retired="5,30")
+    assert settings.retired_retry_delay_seconds == (5.0, 30.0)
+    assert Settings().retired_retry_delay_seconds == ()

@@ -18,7 +18,7 @@ from app.settings import Settings
 README = Path(__file__).resolve().parents[2] / "README.md"
 NAME = re.compile(r"`([A-Z][A-Z0-9_]+)`")
 # Rows whose default is words, not a value.
-WORDED = {"CONSUMERS": "", "CLEANUP_INTERVAL": timedelta(0)}
+WORDED = {"CONSUMERS": "", "RETRY_DELAYS_RETIRED": "", "CLEANUP_INTERVAL": timedelta(0)}
 
 
 def _rows() -> dict[str, str]:

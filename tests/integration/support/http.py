@@ -76,3 +76,16 @@ async def sample(worker: WorkerProcess, name: str, **labels: str) -> float | Non
             if found.name == name and found.labels == labels:
                 return float(found.value)
     return None
+
+
+async def ready_fails_on(worker: WorkerProcess, check: str, *, within: float) -> Any:
+    """Wait until ``/ready`` answers 503 with ``check`` its one failed check (the worker's
+    start done); returns its JSON body."""
+    _, body = await eventually(
+        lambda: get_json(worker, "/ready"),
+        lambda answer: answer[0] == 503 and answer[1]["failed"] == [check],
+        what=f"/ready to fail on {check} alone",
+        within=within,
+        workers=[worker],
+    )
+    return body

@@ -1,0 +1,180 @@
+"""Retry tiers the worker no longer reads, with records of its deployment still in them.
+
+A retry tier is a topic named from ``ORDER_TOPIC`` and a delay (``orders.retry.30s``),
+read only while its delay is in ``RETRY_DELAYS`` (or ``RETRY_DELAYS_RETIRED``). A
+deployment whose ``RETRY_DELAYS`` changed while events waited in a tier would leave them
+there: neither applied nor on the DLT, and neither ``dlq replay`` nor ``dlq skip`` can
+reach them. The worker looks at start, and again every ``LOOK_EVERY_SECONDS`` while it
+finds some: in each tier of its topic on the broker that it does not read, the records
+past its group's committed offsets (from the start where it committed none) that name
+its ``APP_ID`` (``dlt-app-id``; one naming none counts too, as the worker would take it:
+another deployment's records are its own business). ``/ready`` then fails on ``retry
+tiers``, naming each tier, how many of its records wait there and the setting that
+reads them; the log says it once. A look reads at most ``LOOK_LIMIT`` records a tier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import TopicPartition
+
+from app.kafka_clients import KafkaClients
+from app.monitoring.readiness import Check
+from app.settings import Settings
+from dlq.headers import DLT_APP_ID
+from dlq.topics import RETRY_INFIX, delay_seconds, retry_topic
+
+log = logging.getLogger("effectively_once.worker")
+
+LOOK_EVERY_SECONDS = 60.0
+LOOK_TIMEOUT_SECONDS = 30.0
+LOOK_LIMIT = 10_000
+NAME = "retry tiers"
+
+
+def of_deployment(headers: Iterable[tuple[str, bytes]], app_id: str) -> bool:
+    """Whether a record with ``headers`` is this deployment's (or names none)."""
+    for name, value in headers:
+        if name == DLT_APP_ID:
+            return value == app_id.encode()
+    return True
+
+
+def read_tiers(settings: Settings) -> set[str]:
+    """The retry tiers the worker reads: ``RETRY_DELAYS``' and ``RETRY_DELAYS_RETIRED``'."""
+    delays = (*settings.retry_delay_seconds, *settings.retired_retry_delay_seconds)
+    return {retry_topic(settings.order_topic, delay) for delay in delays}
+
+
+@dataclass
+class StrandedTiers:
+    """What the last look found (``found``), and ``/ready``'s check of it."""
+
+    clients: KafkaClients
+    settings: Settings
+    found: dict[str, int] = field(default_factory=dict)
+
+    async def look(self) -> dict[str, int]:
+        """One look at the broker: the stranded tiers and how many of this deployment's
+        records wait in each."""
+        base, read = self.settings.order_topic, read_tiers(self.settings)
+        admin = self.clients.admin()
+        await admin.start()
+        try:
+            others = sorted(
+                t for t in await admin.list_topics() if t.startswith(base + RETRY_INFIX)
+            )
+            others = [topic for topic in others if topic not in read]
+            described = await admin.describe_topics(others) if others else []
+            committed = await self._committed(admin, described) if described else {}
+        finally:
+            await admin.close()
+        if not described:
+            return {}
+        consumer = self.clients.consumer(enable_auto_commit=False)
+        await consumer.start()
+        try:
+            found = {}
+            for topic in described:
+                parts = [
+                    TopicPartition(topic["topic"], part["partition"])
+                    for part in topic["partitions"]
+                ]
+                waiting = await self._waiting(consumer, parts, committed) if parts else 0
+                if waiting:
+                    found[topic["topic"]] = waiting
+            return found
+        finally:
+            await consumer.stop()
+
+    async def _waiting(
+        self, consumer: Any, parts: list[TopicPartition], committed: dict[TopicPartition, int]
+    ) -> int:
+        """How many of this deployment's records of ``parts`` lie past the group's
+        ``committed`` offsets (at most ``LOOK_LIMIT``)."""
+        ends = await consumer.end_offsets(parts)
+        starts = await consumer.beginning_offsets(parts)
+        todo = {
+            tp: max(starts[tp], committed.get(tp, 0))
+            for tp in parts
+            if ends[tp] > max(starts[tp], committed.get(tp, 0))
+        }
+        if not todo:
+            return 0
+        consumer.assign(list(todo))
+        for tp, offset in todo.items():
+            consumer.seek(tp, offset)
+        ours = seen = 0
+        while todo and seen < LOOK_LIMIT:
+            batches = await consumer.getmany(*todo, timeout_ms=1_000)
+            if not batches:
+                break
+            for tp, records in batches.items():
+                for record in records:
+                    if record.offset < ends[tp]:
+                        seen += 1
+                        ours += of_deployment(record.headers, self.settings.app_id)
+                if not records or records[-1].offset + 1 >= ends[tp]:
+                    todo.pop(tp, None)
+        return ours
+
+    async def _committed(
+        self, admin: Any, described: list[dict[str, Any]]
+    ) -> dict[TopicPartition, int]:
+        """The group's committed offsets of the ``described`` topics' partitions (left
+        out: none committed)."""
+        parts = [
+            TopicPartition(topic["topic"], part["partition"])
+            for topic in described
+            for part in topic["partitions"]
+        ]
+        offsets = await admin.list_consumer_group_offsets(self.settings.app_id, partitions=parts)
+        return {tp: meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
+
+    async def keep_looking(self) -> None:
+        """``look`` at start, then every ``LOOK_EVERY_SECONDS`` while it finds some; a look
+        that fails (the broker away: its own check says so) leaves the last finding."""
+        while True:
+            try:
+                async with asyncio.timeout(LOOK_TIMEOUT_SECONDS):
+                    found = await self.look()
+            except Exception as exc:
+                log.debug("could not look for retry tiers left unread: %r", exc)
+            else:
+                self._tell(found)
+                if not found:
+                    return
+            await asyncio.sleep(LOOK_EVERY_SECONDS)
+
+    def _tell(self, found: dict[str, int]) -> None:
+        """Keep ``found``; log it when it changed (an ERROR while some wait)."""
+        before, self.found = self.found, found
+        if found and found != before:
+            log.error("%s", self.check().detail)
+        elif before and not found:
+            log.info("the retry tiers left unread are empty now")
+
+    def check(self) -> Check:
+        """``/ready``'s ``retry tiers``: failed while a look found records left unread."""
+        if not self.found:
+            return Check(NAME, True, "every retry tier with this group's records is read")
+        tiers = ", ".join(f"{topic} ({count} record(s))" for topic, count in self.found.items())
+        delays = ",".join(_seconds(topic) for topic in self.found)
+        return Check(
+            NAME,
+            False,
+            f"records of this group wait in retry tiers RETRY_DELAYS no longer names: {tiers}; "
+            f"nothing reads them: set RETRY_DELAYS_RETIRED={delays} (in seconds) until they are "
+            "through, or put the delays back in RETRY_DELAYS",
+        )
+
+
+def _seconds(tier: str) -> str:
+    """The delay of ``tier`` in seconds, as ``RETRY_DELAYS`` writes it."""
+    delay = delay_seconds(tier.rpartition(RETRY_INFIX)[2])
+    return "?" if delay is None else f"{delay:g}"
