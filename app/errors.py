@@ -79,6 +79,16 @@ class PermanentError(EventError):
     reason = "non-retryable"
 
 
+class HandlerTimedOut(RetryableError):
+    """A handler's call ran past ``HANDLER_TIMEOUT_SECONDS`` and was cancelled (a call with
+    no timeout of its own, say): the event is retried, and the worker goes on."""
+
+
+class HandlerExited(PermanentError):
+    """A handler raised ``SystemExit`` or ``KeyboardInterrupt``: it may not stop the
+    worker. The event goes to the DLT, and the worker goes on."""
+
+
 class EventIdReused(PermanentError):
     """The event's eventId names another event (another aggregate or version) that this
     consumer applied or parked: a producer reused the id. It is not a duplicate, and it

@@ -100,6 +100,7 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     failure_detail: FailureDetail = FailureDetail.MESSAGE
     retry_delays: str = "1,5,30,300"
     retry_delays_retired: str = ""
+    handler_timeout_seconds: float = Field(default=120.0, ge=0)
     prefilter_key_prefix: str = "eo:applied"
     prefilter_ttl_seconds: int = Field(default=86_400, ge=1)
     prefilter_timeout_seconds: float = Field(default=0.05, gt=0)
@@ -160,6 +161,17 @@ class Settings(BaseSettings, BrokerSecuritySettings):
                 "DB_RESPONSE_TIMEOUT_SECONDS must be longer than DB_STATEMENT_TIMEOUT_SECONDS "
                 "(the server cancels a slow statement and answers; the worker gives up on a "
                 "connection that does not answer)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _handlers_outlast_the_database(self) -> Settings:
+        limit = self.handler_timeout_seconds
+        if limit and limit <= self.db_response_timeout_seconds:
+            raise ValueError(
+                "HANDLER_TIMEOUT_SECONDS must be 0 (no limit) or longer than "
+                "DB_RESPONSE_TIMEOUT_SECONDS (a database that does not answer is an outage, "
+                "paused on; a handler cut off first would fail its event instead)"
             )
         return self
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import HandlerContext
-from app.errors import EventIdReused, InfrastructureError, InvalidOutboxEvent, PermanentError
+from app.errors import (
+    EventIdReused,
+    HandlerExited,
+    HandlerTimedOut,
+    InfrastructureError,
+    InvalidOutboxEvent,
+    PermanentError,
+)
 from app.pipeline.classify import Fault, fault_of, is_data_error, through_a_dependency
 from app.pipeline.decode import Decoded
 from app.registry import HandlerSpec
@@ -107,6 +115,7 @@ async def run_handlers(
     items: Sequence[Decoded],
     ctx: HandlerContext,
     blame_statements: bool = False,
+    limit: float | None = None,
 ) -> None:
     """Run ``handlers`` on ``items`` (events of one type, distinct aggregates), in order.
 
@@ -117,29 +126,60 @@ async def run_handlers(
     statement the database cancelled counts as the handler's failure. An ``OSError`` or
     ``TimeoutError`` of the handler's own (not raised through the database: see
     ``through_a_dependency``) is the handler's failure.
+
+    ``limit``: the seconds a handler's calls for ``items`` may take (one timer for them
+    all: a timer per call would cost a few microseconds an event); past it they are
+    cancelled and fail as ``HandlerTimedOut``, naming the event when ``items`` is one.
+    A handler that raises ``SystemExit`` or ``KeyboardInterrupt`` fails its event as
+    ``HandlerExited``: it does not stop the worker.
     """
     session = ctx.session
     for spec in handlers:
         current: Decoded | None = items[0] if len(items) == 1 else None
+        deadline = asyncio.timeout(limit)
         try:
-            if spec.batch:
-                await spec.fn([item.event for item in items], ctx)
-                if _pending(session):
-                    await session.flush()
-            else:
-                for item in items:
-                    current = item
-                    await spec.fn(item.event, ctx)
+            async with deadline:
+                if spec.batch:
+                    await spec.fn([item.event for item in items], ctx)
                     if _pending(session):
                         await session.flush()
+                else:
+                    for item in items:
+                        current = item
+                        await spec.fn(item.event, ctx)
+                        if _pending(session):
+                            await session.flush()
+        except (SystemExit, KeyboardInterrupt) as exc:
+            exited = HandlerExited(f"the handler raised {exc!r}: a handler may not stop the worker")
+            raise HandlerFailed(spec, exited, _id(current)) from exc
+        except TimeoutError as exc:
+            if not deadline.expired():
+                raise _classified(spec, exc, current, blame_statements) from exc
+            timed_out = HandlerTimedOut(
+                f"ran past HANDLER_TIMEOUT_SECONDS ({limit:g}s"
+                + (f" for {len(items)} events" if len(items) > 1 else "")
+                + "): cancelled"
+            )
+            raise HandlerFailed(spec, timed_out, _id(current) if len(items) == 1 else None) from exc
         except Exception as exc:
-            fault = fault_of(exc)
-            event_id = current.event_id if current is not None else None
-            if fault is Fault.EVENT or (blame_statements and fault is Fault.STATEMENT):
-                raise HandlerFailed(spec, exc, event_id) from exc
-            if isinstance(exc, OSError | TimeoutError) and not through_a_dependency(exc):
-                raise HandlerFailed(spec, exc, event_id) from exc  # the handler's own I/O
-            raise InfrastructureError(f"{spec.name}: {exc}") from exc
+            raise _classified(spec, exc, current, blame_statements) from exc
+
+
+def _id(item: Decoded | None) -> str | None:
+    return item.event_id if item is not None else None
+
+
+def _classified(
+    spec: HandlerSpec, exc: Exception, current: Decoded | None, blame_statements: bool
+) -> Exception:
+    """What a handler's ``exc`` is: its event's failure, or an infrastructure failure."""
+    fault = fault_of(exc)
+    event_id = _id(current)
+    if fault is Fault.EVENT or (blame_statements and fault is Fault.STATEMENT):
+        return HandlerFailed(spec, exc, event_id)
+    if isinstance(exc, OSError | TimeoutError) and not through_a_dependency(exc):
+        return HandlerFailed(spec, exc, event_id)  # the handler's own I/O
+    return InfrastructureError(f"{spec.name}: {exc}")
 
 
 def _pending(session: AsyncSession) -> bool:
@@ -151,7 +191,10 @@ def _pending(session: AsyncSession) -> bool:
 
 
 async def apply_waves(
-    plan: Sequence[Decoded], handlers_for: Callable[[str], list[HandlerSpec]], ctx: HandlerContext
+    plan: Sequence[Decoded],
+    handlers_for: Callable[[str], list[HandlerSpec]],
+    ctx: HandlerContext,
+    limit: float | None = None,
 ) -> None:
     """Run the handlers of ``plan`` (application order) wave by wave.
 
@@ -160,7 +203,8 @@ async def apply_waves(
     each needs three waves, not N. Within a wave, events are grouped by type so a
     batch handler is called once per type. Per-aggregate order holds because an
     aggregate's next event is always in a later wave; order across aggregates was
-    never promised.
+    never promised. ``limit``: see ``run_handlers`` (a handler's calls for a wave's events
+    of one type share it).
     """
     for wave in waves(plan):
         by_type: dict[str, list[Decoded]] = {}
@@ -169,7 +213,7 @@ async def apply_waves(
         for event_type, items in by_type.items():
             handlers = handlers_for(event_type)
             if handlers:
-                await run_handlers(handlers, items, ctx)
+                await run_handlers(handlers, items, ctx, limit=limit)
 
 
 def waves(plan: Sequence[Decoded]) -> list[list[Decoded]]:
@@ -192,6 +236,7 @@ async def apply_isolated(
     ctx: HandlerContext,
     mode: Mode = Mode.ISOLATED,
     claim: Callable[[], Awaitable[None]] | None = None,
+    limit: float | None = None,
 ) -> None:
     """Like ``run_handlers``, inside a savepoint that is rolled back if a handler fails;
     ``claim`` (the event's dedup record, ``ESCALATED`` mode) runs last in the same savepoint,
@@ -199,7 +244,9 @@ async def apply_isolated(
     mark, emitted = len(ctx._after_commit), len(ctx._emitted)
     savepoint = await ctx.session.begin_nested()
     try:
-        await run_handlers(handlers, [item], ctx, blame_statements=mode is Mode.ESCALATED)
+        await run_handlers(
+            handlers, [item], ctx, blame_statements=mode is Mode.ESCALATED, limit=limit
+        )
         if claim is not None:
             await claim()
     except EventFailed:

@@ -82,6 +82,8 @@ class ConsumerBatch:
     # names its event. That event is routed with it, its handler not run a second time
     # (an outside call it makes would be made twice per attempt).
     failed_before: HandlerFailed | None = None
+    # The seconds a handler's calls may take (``run_handlers``); None: no limit.
+    handler_timeout: float | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     # The events applied (each ``Applied`` outcome's, parked ones drained included), by
     # eventId, as their dedup records name them: what the Redis prefilter learns.
@@ -146,6 +148,7 @@ class ConsumerBatch:
                 self._plan,
                 lambda event_type: self.registry.handlers_for(self.consumer, event_type),
                 self.ctx,
+                self.handler_timeout,
             )
         self._changes.parked = [
             parked_row(self.consumer, item.event, item.record)
@@ -294,7 +297,9 @@ class ConsumerBatch:
                 else None
             )
             try:
-                await apply_isolated(handlers, item, self.ctx, self.mode, claim)
+                await apply_isolated(
+                    handlers, item, self.ctx, self.mode, claim, self.handler_timeout
+                )
             except EventFailed as failed:
                 self._fail(item, failed)
                 return False

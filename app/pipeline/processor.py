@@ -124,6 +124,7 @@ class BatchProcessor:
     escalate_after: int = 3
     app_id: str | None = None  # the deployment this is: another's records are left alone
     after_commit_limit: float = AFTER_COMMIT_LIMIT_SECONDS
+    handler_timeout: float | None = None  # HANDLER_TIMEOUT_SECONDS (``run_handlers``)
 
     @property
     def decodes_first(self) -> bool:
@@ -343,6 +344,7 @@ class BatchProcessor:
                 self.default_aggregate_type,
                 trust_versions,
                 failed_before,
+                self.handler_timeout,
             )
             async with session.begin():
                 await batch.run(events)

@@ -162,6 +162,7 @@ async def start_services(
         on_pause=pauses.on_pause,
         prefilter=prefilter,
         escalate_after=settings.escalate_after_attempts,
+        handler_timeout=settings.handler_timeout_seconds or None,
     )
     log.info(
         "consumers: %s; Redis prefilter %s",

@@ -255,3 +255,10 @@ def test_a_retired_retry_tier_still_routed_to_is_refused() -> None:
     settings = Settings(retry_delays="1,60", retry_delays_retired="5,30")
     assert settings.retired_retry_delay_seconds == (5.0, 30.0)
     assert Settings().retired_retry_delay_seconds == ()
+
+
+def test_a_handler_timeout_within_the_databases_answer_is_refused() -> None:
+    with pytest.raises(ValidationError, match="HANDLER_TIMEOUT_SECONDS must be 0"):
+        Settings(handler_timeout_seconds=30)
+    assert Settings(handler_timeout_seconds=0).handler_timeout_seconds == 0
+    assert Settings().handler_timeout_seconds == 120
