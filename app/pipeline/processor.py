@@ -58,6 +58,7 @@ from app import metrics, scrub
 from app.context import HandlerContext
 from app.db.dialect import insert_rows
 from app.db.tables import failed_event, outbox_event
+from app.errors import HandlerExited
 from app.failure_detail import FailureDetailPolicy
 from app.failure_log import log_failure
 from app.pipeline.apply import HandlerFailed, Mode
@@ -452,15 +453,19 @@ def _note_unknown_types(events: list[Decoded]) -> None:
 
 async def _run_after_commit(ctx: HandlerContext, detail: FailureDetailPolicy, limit: float) -> None:
     """Run the batch's after-commit callbacks in order: an ``async`` one awaited for at most
-    ``limit`` seconds, a plain one called. One that fails or overruns is logged and left;
-    the transaction stays committed and the callbacks after it run."""
+    ``limit`` seconds, a plain one called. One that fails or overruns is logged and left
+    (one that raises ``SystemExit`` or ``KeyboardInterrupt`` too: it may not stop the
+    worker); the transaction stays committed and the callbacks after it run."""
     for callback in ctx._after_commit:
         window = asyncio.timeout(limit)
         try:
-            result = callback()
-            if inspect.isawaitable(result):
-                async with window:
-                    await result
+            try:
+                result = callback()
+                if inspect.isawaitable(result):
+                    async with window:
+                        await result
+            except (SystemExit, KeyboardInterrupt) as stop:
+                raise HandlerExited(f"the callback raised {stop!r}") from stop
         except Exception as exc:
             if isinstance(exc, TimeoutError) and window.expired():
                 log.error(

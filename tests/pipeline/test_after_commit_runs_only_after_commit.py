@@ -1,13 +1,13 @@
 """``ctx.after_commit`` callbacks run after their transaction committed, and only then.
 
-Contract: a callback registered by a handler runs once, after the consumer's
-transaction committed (so it sees the committed effects and dedup row from
-any other connection), in registration order. It never runs for an event
-whose handler failed (that event's savepoint rolled back, or the batch's first
-attempt), nor for an attempt that an infrastructure failure rolled back; it runs
-once for the attempt that finally commits (a retry tier's, for an event that
-failed). A callback that raises does not undo the commit and does not stop the
-callbacks after it. A plain (not ``async``) callback is called, without an error. An
+Contract: a callback registered by a handler runs once, after the consumer's transaction
+committed (so it sees the committed effects and dedup row from any other connection), in
+registration order. It never runs for an event whose handler failed (that event's
+savepoint rolled back, or the batch's first attempt), nor for an attempt that an
+infrastructure failure rolled back; it runs once for the attempt that finally commits (a
+retry tier's, for an event that failed). A callback that raises does not undo the commit
+and does not stop the callbacks after it (one that raises ``SystemExit`` too: it may not
+stop the worker). A plain (not ``async``) callback is called, without an error. An
 ``async`` one that runs past the limit (``after_commit_limit``, 30 s by default) is
 abandoned with an ERROR naming it, and the callbacks after it run: one that never
 returns (an HTTP call without a timeout) held its batch's offsets, and the worker, for
@@ -131,8 +131,13 @@ async def test_no_callback_runs_for_a_duplicate(
     assert sent == ["e1"]
 
 
+@pytest.mark.parametrize("failure", [RuntimeError("smtp said no"), SystemExit(3)])
 async def test_a_failing_callback_keeps_the_commit_and_the_callbacks_after_it(
-    make_processor: MakeProcessor, registry: Registry, records: Records, db: Db
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    failure: BaseException,
 ) -> None:
     sent: list[str] = []
 
@@ -142,7 +147,7 @@ async def test_a_failing_callback_keeps_the_commit_and_the_callbacks_after_it(
 
         async def send() -> None:
             if event.event_id == "e1":
-                raise RuntimeError("smtp said no")
+                raise failure
             sent.append(event.event_id)
 
         ctx.after_commit(send)
