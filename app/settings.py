@@ -52,6 +52,7 @@ class UnseenAggregatePolicy(StrEnum):
 
 
 DEFAULT_APP_ID = "order-consumers"
+DEFAULT_HANDLER_TIMEOUT_SECONDS = 120.0
 """The consumer group (and deployment) of a worker given no ``APP_ID``."""
 
 
@@ -100,7 +101,7 @@ class Settings(BaseSettings, BrokerSecuritySettings):
     failure_detail: FailureDetail = FailureDetail.MESSAGE
     retry_delays: str = "1,5,30,300"
     retry_delays_retired: str = ""
-    handler_timeout_seconds: float = Field(default=120.0, ge=0)
+    handler_timeout_seconds: float = Field(default=DEFAULT_HANDLER_TIMEOUT_SECONDS, ge=0)
     prefilter_key_prefix: str = "eo:applied"
     prefilter_ttl_seconds: int = Field(default=86_400, ge=1)
     prefilter_timeout_seconds: float = Field(default=0.05, gt=0)

@@ -37,7 +37,7 @@ from app.pipeline.processor import BatchProcessor
 from app.pipeline.route import FailureRouter
 from app.records import RawRecord
 from app.registry import Registry, default_registry
-from app.settings import DEFAULT_APP_ID, UnseenAggregatePolicy
+from app.settings import DEFAULT_APP_ID, DEFAULT_HANDLER_TIMEOUT_SECONDS, UnseenAggregatePolicy
 from app.testing.feed import Records
 from dlq.policy import RetryPolicy
 from dlq.topics import RETRY_INFIX, dlt_topic
@@ -71,7 +71,9 @@ class Harness:
     must name a database that exists and holds none of the framework's rows, unless
     ``reuse`` (a second harness going on from a first's rows, as a restarted worker
     would). ``app_id``: the deployment its retry and DLT records name (``dlt-app-id``), as
-    ``APP_ID`` does a worker's.
+    ``APP_ID`` does a worker's. ``handler_timeout``: the seconds a handler's calls may run
+    before they are cancelled and the event retried, as ``HANDLER_TIMEOUT_SECONDS`` does
+    a worker's (``None``: no limit).
 
     ``send`` returns the outcome values (``Kind``: applied, duplicate, stale, parked,
     retried with the retry topic as ``detail``, dead-lettered with its ``dlt-reason``,
@@ -95,11 +97,13 @@ class Harness:
         unseen_aggregate_policy: UnseenAggregatePolicy = UnseenAggregatePolicy.FROM_ONE,
         reuse: bool = False,
         app_id: str = DEFAULT_APP_ID,
+        handler_timeout: float | None = DEFAULT_HANDLER_TIMEOUT_SECONDS,
     ) -> None:
         if not modules and registry is None:
             raise ConfigurationError("Harness: name the handler modules, or give a registry")
         self.reuse = reuse
         self.app_id = app_id
+        self.handler_timeout = handler_timeout
         self.modules = modules
         self.topic = topic
         self.retry_delays = tuple(retry_delays)
@@ -219,6 +223,7 @@ class Harness:
                 RetryPolicy(self.topic, tiers), clock=self.clock, app_id=self.app_id
             ),
             "app_id": self.app_id,
+            "handler_timeout": self.handler_timeout,
             "policy": self.policy,
             "backoff": TINY_BACKOFF,
             "on_pause": self._paused,

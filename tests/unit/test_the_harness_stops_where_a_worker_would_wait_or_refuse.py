@@ -5,13 +5,14 @@ statement meeting a database that is gone) raises ``InfrastructurePaused`` after
 ``PAUSES_BEFORE_RAISING`` pauses, the failure as its cause and named in the message,
 where a worker would wait for the database to come back (before, the test hung); a
 handler's own ``TimeoutError`` is its failure, routed to the first retry tier, with no
-pause. Starting a harness on a package that imports a module registering a handler
-from outside it raises the ``ConfigurationError`` the worker starts with (before, the
-harness left that handler out and the test passed), whether or not the package was
-imported before, and every time. A start that fails leaves no temporary database folder
-behind. ``feed.raw`` takes headers as a producer's client does (a mapping or pairs, values
-bytes or text) and refuses any other value by its header's name (before, a dict or a
-text value failed deep in the pipeline).
+pause. A handler that never returns is cut off after ``handler_timeout`` (a worker's
+``HANDLER_TIMEOUT_SECONDS``) and its event retried. Starting a harness on a package that
+imports a module registering a handler from outside it raises the ``ConfigurationError``
+the worker starts with (before, the harness left that handler out and the test passed),
+whether or not the package was imported before, and every time. A start that fails
+leaves no temporary database folder behind. ``feed.raw`` takes headers as a producer's
+client does (a mapping or pairs, values bytes or text) and refuses any other value by
+its header's name (before, a dict or a text value failed deep in the pipeline).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from app.db.tables import failed_event
 from app.errors import ConfigurationError, InfrastructureError
 from app.testing import Harness, InfrastructurePaused, Kind, event
 from app.testing.feed import Records
@@ -33,6 +35,8 @@ from app.testing.harness import PAUSES_BEFORE_RAISING
 _names = count()
 
 SERVICE = """\
+import asyncio
+
 from sqlalchemy.exc import OperationalError
 
 from app import HandlerContext, handler
@@ -44,6 +48,8 @@ async def paid(event, ctx: HandlerContext) -> None:
         raise OperationalError("SELECT 1", {{}}, ConnectionRefusedError("db:5432 refused"))
     if event.event_id == "slow":
         raise TimeoutError("payment API timed out")
+    if event.event_id == "hangs":
+        await asyncio.sleep(3600)  # an outside call without a timeout of its own
 """
 
 IMPORTS_AN_OUTSIDER = """\
@@ -87,6 +93,20 @@ async def test_a_batch_that_keeps_pausing_raises_with_its_cause(folder: Path) ->
     assert f"paused {PAUSES_BEFORE_RAISING} times" in str(raised.value)
     assert "db:5432 refused" in str(raised.value)
     assert [(o.consumer, o.kind) for o in outcomes] == [(package, Kind.RETRIED)]
+
+
+async def test_a_handler_that_never_returns_is_cut_off_as_a_worker_cuts_it(
+    folder: Path,
+) -> None:
+    package = f"hanging{next(_names)}"
+    (folder / f"{package}.py").write_text(SERVICE.format(consumer=package))
+
+    async with Harness(package, handler_timeout=0.2) as h:
+        outcomes = await asyncio.wait_for(h.send(paid("hangs")), 30)
+        [failure] = await h.rows(failed_event)
+
+    assert [(o.consumer, o.kind) for o in outcomes] == [(package, Kind.RETRIED)]
+    assert failure["exception_type"] == "app.errors.HandlerTimedOut"
 
 
 @pytest.mark.parametrize("imported_first", [False, True])
