@@ -52,6 +52,11 @@ def refusal(exc: BaseException, url: str) -> str | None:
             return "the server does not offer TLS, which the database URL asks for"
         said = _login_refused(cause)
         if said is not None:
+            if error_code(cause) == _MYSQL_DATABASE_DENIED:
+                return (
+                    f"it refused the database ({said}); check the database name in "
+                    "DATABASE_URL, and that the user may use it"
+                )
             return f"it refused the login ({said}); check the user and password of DATABASE_URL"
     return None
 
@@ -60,6 +65,9 @@ def refusal(exc: BaseException, url: str) -> str | None:
 # MariaDB's "access denied" to the database, for a password, and for the user's plugin.
 _PG_LOGIN = {"28000", "28P01"}
 _MYSQL_LOGIN = {1044, 1045, 1698}
+# Of those, the database named: one that does not exist, or that the user may not use
+# (MySQL and MariaDB answer both alike).
+_MYSQL_DATABASE_DENIED = 1044
 # PgBouncer refuses a client's login as a protocol_violation, in these words.
 _PGBOUNCER_LOGIN = "08P01"
 _PGBOUNCER_REFUSALS = ("authentication failed", "no such user")
