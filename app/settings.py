@@ -313,6 +313,11 @@ class Settings(BaseSettings, BrokerSecuritySettings):
         return parse_delays(self.retry_delays_retired, "RETRY_DELAYS_RETIRED")
 
     @property
+    def read_retry_delay_seconds(self) -> tuple[float, ...]:
+        """Every retry tier the worker reads: ``RETRY_DELAYS``' and the retired ones."""
+        return (*self.retry_delay_seconds, *self.retired_retry_delay_seconds)
+
+    @property
     def handler_module_names(self) -> list[str]:
         """The modules imported at start so that their ``@handler``s register."""
         return _names(self.handler_modules)

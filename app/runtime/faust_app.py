@@ -94,7 +94,7 @@ def create_app(
     base = settings.order_topic
     _agent(app, _topic(app, settings, base), services, progress, "main", tier_delay=None)
     # The retired tiers too: nothing is routed to them, their records are still due.
-    for delay in (*settings.retry_delay_seconds, *settings.retired_retry_delay_seconds):
+    for delay in settings.read_retry_delay_seconds:
         name = retry_topic(base, delay)
         _agent(app, _topic(app, settings, name), services, progress, name, tier_delay=delay)
     # No agent reads the DLT, so faust would not create it: declared with the services,
@@ -150,8 +150,8 @@ def _declarer(settings: Settings) -> Callable[[], Awaitable[None]]:
     of it assigned, nothing consumed) until a rebalance. Created and listed first, they
     are all there when the consumer subscribes."""
     base = settings.order_topic
-    tiers = (*settings.retry_delay_seconds, *settings.retired_retry_delay_seconds)
-    names = [base, *(retry_topic(base, d) for d in tiers), dlt_topic(base)]
+    tiers = (retry_topic(base, d) for d in settings.read_retry_delay_seconds)
+    names = [base, *tiers, dlt_topic(base)]
 
     async def declare() -> None:
         try:

@@ -47,8 +47,7 @@ def of_deployment(headers: Iterable[tuple[str, bytes]], app_id: str) -> bool:
 
 def read_tiers(settings: Settings) -> set[str]:
     """The retry tiers the worker reads: ``RETRY_DELAYS``' and ``RETRY_DELAYS_RETIRED``'."""
-    delays = (*settings.retry_delay_seconds, *settings.retired_retry_delay_seconds)
-    return {retry_topic(settings.order_topic, delay) for delay in delays}
+    return {retry_topic(settings.order_topic, d) for d in settings.read_retry_delay_seconds}
 
 
 @dataclass

@@ -43,8 +43,8 @@ def needed_topics(settings: Settings, registry: Registry) -> list[str]:
     """The topics a worker reads or writes, in that order: main, retry tiers (the retired
     ones too), DLT, emitted."""
     base = settings.order_topic
-    tiers = (*settings.retry_delay_seconds, *settings.retired_retry_delay_seconds)
-    own = [base, *(retry_topic(base, d) for d in tiers), dlt_topic(base)]
+    tiers = (retry_topic(base, d) for d in settings.read_retry_delay_seconds)
+    own = [base, *tiers, dlt_topic(base)]
     return own + sorted(set(registry.emitted_topics) - set(own))
 
 
