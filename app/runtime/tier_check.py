@@ -70,23 +70,27 @@ class StrandedTiers:
             )
             others = [topic for topic in others if topic not in read]
             described = await admin.describe_topics(others) if others else []
-            committed = await self._committed(admin, described) if described else {}
+            parts_of = {
+                topic["topic"]: [
+                    TopicPartition(topic["topic"], part["partition"])
+                    for part in topic["partitions"]
+                ]
+                for topic in described
+            }
+            every = [tp for parts in parts_of.values() for tp in parts]
+            committed = await self._committed(admin, every) if every else {}
         finally:
             await admin.close()
-        if not described:
+        if not every:
             return {}
         consumer = self.clients.consumer(enable_auto_commit=False)
         await consumer.start()
         try:
             found = {}
-            for topic in described:
-                parts = [
-                    TopicPartition(topic["topic"], part["partition"])
-                    for part in topic["partitions"]
-                ]
+            for topic, parts in parts_of.items():
                 waiting = await self._waiting(consumer, parts, committed) if parts else 0
                 if waiting:
-                    found[topic["topic"]] = waiting
+                    found[topic] = waiting
             return found
         finally:
             await consumer.stop()
@@ -98,11 +102,8 @@ class StrandedTiers:
         ``committed`` offsets (at most ``LOOK_LIMIT``)."""
         ends = await consumer.end_offsets(parts)
         starts = await consumer.beginning_offsets(parts)
-        todo = {
-            tp: max(starts[tp], committed.get(tp, 0))
-            for tp in parts
-            if ends[tp] > max(starts[tp], committed.get(tp, 0))
-        }
+        firsts = {tp: max(starts[tp], committed.get(tp, 0)) for tp in parts}
+        todo = {tp: first for tp, first in firsts.items() if ends[tp] > first}
         if not todo:
             return 0
         consumer.assign(list(todo))
@@ -123,15 +124,9 @@ class StrandedTiers:
         return ours
 
     async def _committed(
-        self, admin: Any, described: list[dict[str, Any]]
+        self, admin: Any, parts: list[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        """The group's committed offsets of the ``described`` topics' partitions (left
-        out: none committed)."""
-        parts = [
-            TopicPartition(topic["topic"], part["partition"])
-            for topic in described
-            for part in topic["partitions"]
-        ]
+        """The group's committed offsets of ``parts`` (left out: none committed)."""
         offsets = await admin.list_consumer_group_offsets(self.settings.app_id, partitions=parts)
         return {tp: meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
 
