@@ -58,7 +58,6 @@ from app import metrics, scrub
 from app.context import HandlerContext
 from app.db.dialect import insert_rows
 from app.db.tables import failed_event, outbox_event
-from app.errors import HandlerExited
 from app.failure_detail import FailureDetailPolicy
 from app.failure_log import log_failure
 from app.pipeline.apply import HandlerFailed, Mode
@@ -459,14 +458,11 @@ async def _run_after_commit(ctx: HandlerContext, detail: FailureDetailPolicy, li
     for callback in ctx._after_commit:
         window = asyncio.timeout(limit)
         try:
-            try:
-                result = callback()
-                if inspect.isawaitable(result):
-                    async with window:
-                        await result
-            except (SystemExit, KeyboardInterrupt) as stop:
-                raise HandlerExited(f"the callback raised {stop!r}") from stop
-        except Exception as exc:
+            result = callback()
+            if inspect.isawaitable(result):
+                async with window:
+                    await result
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
             if isinstance(exc, TimeoutError) and window.expired():
                 log.error(
                     "%s: after-commit callback %s did not finish within %gs and was "
