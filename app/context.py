@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,7 +36,19 @@ class HandlerContext:
     def after_commit(self, callback: AfterCommit) -> None:
         """Run ``callback`` once the batch's transaction has committed (never if it rolls back):
         an ``async def`` function of no arguments is awaited, for at most 30 s (the batch's
-        offsets wait for it), a plain one called; at most once either way."""
+        offsets wait for it), a plain one called; at most once either way. Anything else (a
+        coroutine, ``ctx.after_commit(notify())``: the call already made) raises ``TypeError``
+        here, in the handler, rather than failing after the commit where only a log says so."""
+        if inspect.iscoroutine(callback) or not callable(callback):
+            if inspect.iscoroutine(callback):
+                callback.close()  # never awaited, and Python would warn so
+                hint = "; pass the function, not its call: ctx.after_commit(notify)"
+            else:
+                hint = ""
+            raise TypeError(
+                f"ctx.after_commit takes a function of no arguments, got "
+                f"{type(callback).__name__}{hint}"
+            )
         self._after_commit.append(callback)
 
     def emit(self, *events: NewEvent) -> list[str]:

@@ -5,6 +5,7 @@ Registration mistakes raise ``ConfigurationError`` at import, not at 3 a.m.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -13,8 +14,9 @@ from typing import Any
 
 from app.db.tables import OUTBOX_TOPIC
 from app.errors import ConfigurationError
+from app.handler_signature import mismatch
 from dlq.topics import topic_name
-from schemas.registry import is_known_event_type
+from schemas.registry import is_known_event_type, known_event_types
 
 HandlerFn = Callable[[Any, Any], Awaitable[None]]
 
@@ -133,8 +135,12 @@ def handler(
     """
     if not isinstance(event_type, str) or not is_known_event_type(event_type):
         where = _caller_module()
+        close = difflib.get_close_matches(
+            str(event_type), sorted(known_event_types()), n=1, cutoff=0.85
+        )
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigurationError(
-            f"@handler in {where}: unknown event type {event_type!r}; register its payload "
+            f"@handler in {where}: unknown event type {event_type!r}{hint}; register its payload "
             f"model with @event_model({event_type!r}, version=1) in {where}, or in a module "
             f"{where} imports, before this @handler"
         )
@@ -175,6 +181,9 @@ def handler(
             raise ConfigurationError(
                 f"@handler: {name} must take exactly (event, ctx), it takes {list(params)}"
             )
+        wrong = mismatch(fn, event_type, batch)
+        if wrong:
+            raise ConfigurationError(f"@handler: {name}'s first parameter: {wrong}")
         spec = HandlerSpec(event_type, consumer, fn, tuple(non_retryable), batch, emits)
         (registry or default_registry).add(spec)
         return fn

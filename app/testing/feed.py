@@ -64,12 +64,18 @@ def as_headers(headers: Headers) -> tuple[tuple[str, bytes], ...]:
 
 
 class Records:
-    """Hands out records with increasing offsets on one partition, as a broker would."""
+    """Hands out records with increasing offsets per partition, as a broker would; on
+    ``partition`` unless a record names its own."""
 
     def __init__(self, topic: str, partition: int = 0) -> None:
         self.topic = topic
         self.partition = partition
-        self.next_offset = 0
+        self._next: dict[tuple[str, int], int] = {}
+
+    @property
+    def next_offset(self) -> int:
+        """The offset the next record on the topic's default partition gets."""
+        return self._next.get((self.topic, self.partition), 0)
 
     def raw(
         self,
@@ -77,21 +83,23 @@ class Records:
         key: bytes | None = None,
         headers: Headers = (),
         topic: str | None = None,
+        partition: int | None = None,
     ) -> RawRecord:
-        """A record carrying exactly ``value`` (on ``topic``, default the harness's);
-        ``headers`` as a mapping or ``(name, value)`` pairs, each value bytes or text
-        (encoded UTF-8), as a producer's client takes them."""
-        record = RawRecord(
-            topic or self.topic, self.partition, self.next_offset, key, value, as_headers(headers)
-        )
-        self.next_offset += 1
-        return record
+        """A record carrying exactly ``value`` (on ``topic``, default the harness's, and
+        ``partition``, default this feed's); ``headers`` as a mapping or ``(name, value)``
+        pairs, each value bytes or text (encoded UTF-8), as a producer's client takes them."""
+        where = (topic or self.topic, self.partition if partition is None else partition)
+        offset = self._next.get(where, 0)
+        self._next[where] = offset + 1
+        return RawRecord(where[0], where[1], offset, key, value, as_headers(headers))
 
     def of(self, envelope: Mapping[str, Any] | bytes | RawRecord) -> RawRecord:
         """The record for an envelope (key: its ``aggregateId``), raw bytes, or a record
-        (delivered again at a new offset)."""
+        (delivered again on its topic and partition, at the next offset there)."""
         if isinstance(envelope, RawRecord):
-            return self.raw(envelope.value, envelope.key, envelope.headers, envelope.topic)
+            return self.raw(
+                envelope.value, envelope.key, envelope.headers, envelope.topic, envelope.partition
+            )
         if isinstance(envelope, bytes):
             return self.raw(envelope)
         aggregate = envelope.get("aggregateId")

@@ -28,6 +28,7 @@ from app.db.tables import (
 )
 from app.db.urls import normalise_database_url, shown
 from app.errors import ConfigurationError
+from app.failure_detail import FailureDetail, FailureDetailPolicy
 from app.handler_modules import check_specs, import_handler_modules, imported_by, listed
 from app.outbox.message import Message, message_of
 from app.outbox.status import RECORD_AGGREGATE_TYPE
@@ -37,7 +38,12 @@ from app.pipeline.processor import BatchProcessor
 from app.pipeline.route import FailureRouter
 from app.records import RawRecord
 from app.registry import Registry, default_registry
-from app.settings import DEFAULT_APP_ID, DEFAULT_HANDLER_TIMEOUT_SECONDS, UnseenAggregatePolicy
+from app.settings import (
+    DEFAULT_AGGREGATE_TYPE,
+    DEFAULT_APP_ID,
+    DEFAULT_HANDLER_TIMEOUT_SECONDS,
+    UnseenAggregatePolicy,
+)
 from app.testing.feed import Records
 from dlq.policy import RetryPolicy
 from dlq.topics import RETRY_INFIX, dlt_topic
@@ -73,7 +79,13 @@ class Harness:
     would). ``app_id``: the deployment its retry and DLT records name (``dlt-app-id``), as
     ``APP_ID`` does a worker's. ``handler_timeout``: the seconds a handler's calls may run
     before they are cancelled and the event retried, as ``HANDLER_TIMEOUT_SECONDS`` does
-    a worker's (``None``: no limit).
+    a worker's (``None``: no limit). ``default_aggregate_type``: the aggregate type of a
+    record that names none, as ``DEFAULT_AGGREGATE_TYPE``. ``failure_detail``: what of a
+    handler's exception its failure records and log line keep, as ``FAILURE_DETAIL``; here
+    ``full`` by default, so a failing handler's stack trace is logged (pytest shows it with
+    the failed test) and its DLT record carries it. Each parameter stands for the setting
+    a worker reads from its environment; the harness reads none of them, so a test says
+    what it runs with.
 
     ``send`` returns the outcome values (``Kind``: applied, duplicate, stale, parked,
     retried with the retry topic as ``detail``, dead-lettered with its ``dlt-reason``,
@@ -98,12 +110,20 @@ class Harness:
         reuse: bool = False,
         app_id: str = DEFAULT_APP_ID,
         handler_timeout: float | None = DEFAULT_HANDLER_TIMEOUT_SECONDS,
+        default_aggregate_type: str = DEFAULT_AGGREGATE_TYPE,
+        failure_detail: FailureDetail = FailureDetail.FULL,
     ) -> None:
         if not modules and registry is None:
             raise ConfigurationError("Harness: name the handler modules, or give a registry")
+        if handler_timeout is not None and handler_timeout < 0:
+            raise ConfigurationError(
+                f"Harness: handler_timeout is seconds (0 or None: no limit), got {handler_timeout}"
+            )
         self.reuse = reuse
         self.app_id = app_id
         self.handler_timeout = handler_timeout
+        self.default_aggregate_type = default_aggregate_type
+        self.failure_detail = FailureDetail(failure_detail)
         self.modules = modules
         self.topic = topic
         self.retry_delays = tuple(retry_delays)
@@ -220,9 +240,13 @@ class Harness:
         tiers = self.retry_delays if delays is None else tuple(delays)
         options: dict[str, Any] = {
             "router": FailureRouter(
-                RetryPolicy(self.topic, tiers), clock=self.clock, app_id=self.app_id
+                RetryPolicy(self.topic, tiers),
+                clock=self.clock,
+                detail=FailureDetailPolicy(self.failure_detail),
+                app_id=self.app_id,
             ),
             "app_id": self.app_id,
+            "default_aggregate_type": self.default_aggregate_type,
             "handler_timeout": self.handler_timeout,
             "policy": self.policy,
             "backoff": TINY_BACKOFF,
@@ -246,6 +270,7 @@ class Harness:
         ``UnknownEventType``: a worker takes it as another service's event and runs no
         handler, so a misspelt type would pass as ``Kind.APPLIED``. ``unknown_types=True``
         sends such envelopes on purpose; bytes and records are never checked."""
+        self._known(consumer)
         if not unknown_types:
             for envelope in events:
                 if isinstance(envelope, Mapping):
@@ -270,10 +295,22 @@ class Harness:
         """Deliver the retry records the outbox holds and that were not delivered yet, as their
         tier would once due; returns the outcomes (a failure again goes on to the next tier,
         or to the DLT after the last), ``consumer``'s only if named."""
+        return await self._deliver(lambda topic: RETRY_INFIX in topic, consumer)
+
+    async def deliver_emitted(self, consumer: str | None = None) -> list[Outcome]:
+        """Deliver the events the handlers emitted (``ctx.emit``) to the harness's topic and
+        that were not delivered yet, as the relay and the broker bring them back to a worker
+        reading that topic; returns the outcomes, ``consumer``'s only if named. Events
+        emitted to other topics are another worker's (``emitted`` shows them)."""
+        return await self._deliver(lambda topic: topic == self.topic, consumer)
+
+    async def _deliver(self, topics: Callable[[str], bool], consumer: str | None) -> list[Outcome]:
+        """Process, as one batch, the outbox's records for ``topics`` not delivered yet."""
+        self._known(consumer)
         due = [
             (row_id, message)
             for row_id, message in await self._outbox()
-            if RETRY_INFIX in message.topic and row_id not in self._delivered
+            if topics(message.topic) and row_id not in self._delivered
         ]
         self._delivered.update(row_id for row_id, _ in due)
         if not due:
@@ -283,6 +320,19 @@ class Harness:
         self._pauses = 0
         found = await self._processor.process([self.feed.delivered(m) for _, m in due])
         return _for(found, consumer)
+
+    def _known(self, consumer: str | None) -> None:
+        """``ValueError`` for a ``consumer`` no handler names: its outcomes would be none, and
+        a test's ``all(...)`` over them would pass whatever happened."""
+        if consumer is None or consumer in self.registry.consumers:
+            return
+        names = sorted(self.registry.consumers)
+        close = difflib.get_close_matches(consumer, names, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(
+            f"Harness: no handler here is for consumer {consumer!r}; {hint}"
+            f"the consumers are {', '.join(map(repr, names))}"
+        )
 
     async def rows(self, table: Table, **where: Any) -> list[dict[str, Any]]:
         """The committed rows of ``table`` whose columns equal ``where``, as dicts."""

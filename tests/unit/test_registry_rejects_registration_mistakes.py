@@ -10,10 +10,18 @@ names Kafka accepts as topics, or the same function is registered twice for one
 event type and consumer. ``@event_model(event_type, version)`` refuses an event type
 that is not a string spelt without surrounding spaces and a version that is not a whole
 number from 1 (``"2"``, ``0``, ``True``), before registering anything.
+
+The event's type hint is checked against what the worker hands the handler: the payload
+model itself (``event: OrderPaid``) is refused, naming the envelope to write
+(``Envelope[OrderPaid]``); so are a list for a handler of one event, one event for a batch
+handler, and an envelope of a model the event type is not declared with. Hints it cannot
+resolve or does not know (``Any``, none, a name only a type checker sees) pass. An event
+type spelt close to a declared one is named (``did you mean``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -21,6 +29,8 @@ from pydantic import BaseModel
 
 from app.errors import ConfigurationError
 from app.registry import Registry, handler
+from schemas.envelope import Envelope
+from schemas.order import OrderCancelled, OrderPaid
 from schemas.registry import event_model, model_count
 
 
@@ -157,3 +167,56 @@ def test_an_event_model_of_a_wrong_type_or_version_is_refused(
             crate: str
 
     assert model_count() == before
+
+
+async def payload(event: OrderPaid, ctx: Any) -> None:
+    """Annotated with the payload model."""
+
+
+async def listed(events: list[Envelope[OrderPaid]], ctx: Any) -> None:
+    """A list, for a handler of one event."""
+
+
+async def single(event: Envelope[OrderPaid], ctx: Any) -> None:
+    """One event, for a batch handler; right for a handler of one."""
+
+
+async def listed_payloads(events: list[OrderPaid], ctx: Any) -> None:
+    """A list of payloads."""
+
+
+async def other_model(event: Envelope[OrderCancelled], ctx: Any) -> None:
+    """Another event type's model."""
+
+
+async def unresolvable(event: NotImportedHere, ctx: Any) -> None:  # type: ignore[name-defined]  # noqa: F821
+    """A name only a type checker would see."""
+
+
+@pytest.mark.parametrize(
+    ("fn", "batch", "message"),
+    [
+        (payload, False, "annotate it Envelope[OrderPaid] and read the payload as event.data"),
+        (listed, False, "a handler of lists is registered with batch=True"),
+        (single, True, "annotate it list[Envelope[OrderPaid]]"),
+        (listed_payloads, True, "annotate it list[Envelope[OrderPaid]]"),
+        (other_model, False, "the payload of 'OrderPaid' is OrderPaid"),
+    ],
+)
+def test_a_type_hint_the_event_cannot_match_is_refused(fn: Any, batch: bool, message: str) -> None:
+    registry = Registry()
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        handler("OrderPaid", consumer="points", batch=batch, registry=registry)(fn)
+    assert registry.consumers == []
+
+
+@pytest.mark.parametrize(("fn", "batch"), [(single, False), (listed, True), (unresolvable, False)])
+def test_a_type_hint_that_can_match_passes(fn: Any, batch: bool) -> None:
+    registry = Registry()
+    handler("OrderPaid", consumer="points", batch=batch, registry=registry)(fn)
+    assert registry.consumers == ["points"]
+
+
+def test_an_event_type_spelt_close_to_a_declared_one_is_named() -> None:
+    with pytest.raises(ConfigurationError, match="did you mean 'OrderPaid'"):
+        handler("OrderPayd", consumer="points", registry=Registry())
