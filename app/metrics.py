@@ -250,7 +250,8 @@ RELAY_PUBLISHED = Counter(
 RELAY_FAILURES = Counter(
     "effectively_once_relay_failures_total",
     "Relay failures: 'row' (a row's publish failed, one attempt counted), 'broker' or "
-    "'database' (unreachable; nothing counted, retried in place).",
+    "'database' (unreachable, once per pause, or the broker not acknowledging a publish, "
+    "once per 30 s of the wait; no attempt counted, retried in place).",
     ["kind"],
     registry=REGISTRY,
 )

@@ -53,6 +53,7 @@ import contextlib
 import logging
 import math
 import os
+import re
 import secrets
 import socket
 import time
@@ -66,7 +67,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app import metrics
 from app.db.dialect import backend
-from app.db.said import driver_said
+from app.db.said import driver_said, remedy
 from app.outbox import settle
 from app.outbox.broker import breaks_sequence, denial, is_row_fault
 from app.outbox.by_status import topics_waited_for
@@ -752,6 +753,12 @@ class Relay:
                         waited,
                         sum(1 for f in waiting if not f.done()),
                     )
+                    metrics.relay_infrastructure_failure("broker")  # it does not answer
+            if said > -math.inf and acked.done():
+                log.warning(
+                    "the broker acknowledged the records after %.0fs",
+                    time.monotonic() - started,
+                )
         finally:
             acked.cancel()
             stop.cancel()
@@ -986,10 +993,10 @@ class Relay:
             )
         else:
             log.error(
-                "%s failed (attempt %d, %s unreachable?), retrying in %.1fs: %s",
+                "%s failed (attempt %d, %s), retrying in %.1fs: %s",
                 what,
                 attempt,
-                dependency,
+                (remedy(exc) if exc is not None else None) or f"{dependency} unreachable?",
                 delay,
                 _describe(exc) if exc is not None else "no acknowledgement",
             )
@@ -1029,8 +1036,14 @@ def _describe(exc: BaseException) -> str:
     return text if text.startswith(name) else f"{name}: {text}"
 
 
+# The three databases' words for a missing outbox table (PostgreSQL's, MySQL's and
+# MariaDB's, SQLite's), any schema before it: not any error whose statement names the table.
+_NO_OUTBOX_TABLE = re.compile(
+    r"""relation "(?:[^"]+\.)?outbox_event" does not exist"""
+    r"""|Table '(?:[^']+\.)?outbox_event' doesn't exist"""
+    r"""|no such table: (?:\w+\.)?outbox_event\b"""
+)
+
+
 def _missing_table(exc: BaseException | None) -> bool:
-    text = str(exc or "")
-    return "outbox_event" in text and any(
-        marker in text for marker in ("no such table", "does not exist", "doesn't exist")
-    )
+    return exc is not None and _NO_OUTBOX_TABLE.search(str(exc)) is not None

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app import metrics
 from app.db.engine import create_engine, dispose, session_factory
 from app.db.error_code import error_code
+from app.db.said import remedy
 from app.db.tables import outbox_event
 from app.db.urls import shown
 from app.errors import BrokerDenied
@@ -94,6 +95,7 @@ class RelayRunner:
     _denied: str | None = field(default=None, init=False)
     # The failure the relay last paused on (a database that does not answer), until a cycle ends.
     _paused_on: str | None = field(default=None, init=False)
+    _remedy: str | None = field(default=None, init=False)  # what to do about that pause
 
     def __post_init__(self) -> None:
         settings = self.settings
@@ -116,11 +118,13 @@ class RelayRunner:
 
     def _paused(self, what: str, exc: BaseException, delay: float) -> None:
         self._paused_on = said(exc)
+        self._remedy = remedy(exc)
         if self.on_pause is not None:
             self.on_pause(what, exc, delay)
 
     def _progressed(self) -> None:
         self._paused_on = None
+        self._remedy = None
         if self.on_progress is not None:
             self.on_progress()
 
@@ -173,7 +177,9 @@ class RelayRunner:
 
         Failed: it stopped on an error it cannot retry (a setting or producer the broker
         refused); the cluster's ACLs deny it a write its rows wait for, or its producer
-        (named, with the permission: it waits in place and resumes once granted); a
+        (named, with the permission: it waits in place and resumes once granted); it waits
+        on a database failure that waiting alone will not mend (``app.db.said.remedy``: a database
+        that does not exist, PgBouncer's transaction mode without ``pgbouncer=true``); a
         topic it has rows for is missing and could not be created (named, with
         the broker's reason: those rows wait); the database has no ``outbox_event`` table
         (never migrated); or no claim-publish-settle cycle has ended
@@ -202,6 +208,10 @@ class RelayRunner:
                 for topic, why in sorted(self.relay.missing_topics.items())
             )
             return readiness.Check("relay", False, f"{named}: its rows wait")
+        if self._remedy is not None:  # waiting alone will not mend it: said at once
+            return readiness.Check(
+                "relay", False, f"it waits, paused on {self._paused_on}: {self._remedy}"
+            )
         idle = time.monotonic() - self.relay.last_cycle_at
         if idle > self.settings.relay_stall_seconds:
             why = f": cannot reach the broker ({self._unreachable})" if self._unreachable else ""

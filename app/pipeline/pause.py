@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
+from app.db.said import remedy
 from app.errors import BatchGivenUp
 from app.pipeline.classify import Fault, fault_of, is_infrastructure, signature
 from app.pipeline.together import CutShort, unless_cut
@@ -121,14 +122,16 @@ async def retry_in_place(
                 streak.note(exc)
             attempt += 1
             delay = backoff.delay(attempt)
+            hint = remedy(exc)
             log.error(
                 "infrastructure failure during %s (attempt %d), pausing %.1fs and retrying "
-                "in place; offsets will not move: %s: %s",
+                "in place; offsets will not move: %s: %s%s",
                 what,
                 attempt,
                 delay,
                 type(exc).__name__,
                 _text(exc) or _SILENT.get(type(exc), "(no message)"),
+                f" ({hint})" if hint else "",
             )
             if on_pause is not None:
                 on_pause(what, exc, delay)

@@ -6,7 +6,10 @@ with the rows published); one whose database cannot be reached answers 503 once 
 cycle ended for ``RELAY_STALL_SECONDS``, naming the ``relay`` check and why (before,
 a standalone relay had only ``/metrics``: nothing an orchestrator could act on). One on
 a database never migrated answers 503 at once, naming the missing table and the
-command that creates it (before, it stayed ready for ``RELAY_STALL_SECONDS``).
+command that creates it (before, it stayed ready for ``RELAY_STALL_SECONDS``). One whose
+``DATABASE_URL`` names a database the server does not have waits for it, and answers 503 at
+once, saying to check the name or create it; so do its log lines (before, they said
+``database unreachable?`` and ``/ready`` stayed green for ``RELAY_STALL_SECONDS``).
 ``/metrics`` still serves the relay's metrics.
 """
 
@@ -90,5 +93,33 @@ async def test_a_relay_on_a_database_never_migrated_says_so_at_once(
         assert body["checks"]["relay"]["detail"].startswith(
             "the database has no outbox_event table: run the migrations"
         )
+    finally:
+        relays.kill_all()
+
+
+async def test_a_relay_on_a_database_that_does_not_exist_says_so_at_once(
+    make_database: Callable[[str], Awaitable[str]], stream: Stream, tmp_path: Path
+) -> None:
+    existing = await make_database("postgresql")
+    missing = f"{existing}_never_created"
+    port = free_port()
+    relays = Relays(tmp_path / "relays")
+    env = {"RELAY_METRICS_PORT": str(port)}  # the default RELAY_STALL_SECONDS: 120
+    try:
+        relay = relays.start(missing, stream.broker_url, env)
+
+        _, body = await eventually(
+            lambda: get_json_at(port, "/ready"),
+            lambda got: got[0] == 503,
+            what="/ready 503 long before RELAY_STALL_SECONDS",
+            within=30,
+        )
+        detail = body["checks"]["relay"]["detail"]
+        assert body["failed"] == ["relay"]
+        assert "does not exist" in detail, detail
+        assert "check its name, or create it; waiting for it" in detail, detail
+        log = relay.log()
+        assert "check its name, or create it" in log, log
+        assert "database unreachable?" not in log, log
     finally:
         relays.kill_all()

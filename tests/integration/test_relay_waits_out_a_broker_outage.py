@@ -6,8 +6,9 @@ attempt (``RELAY_MAX_ATTEMPTS=2`` would make two of them ``DEAD``), the relays s
 up, and once the broker is back every row is ``PUBLISHED`` and on the topic, each
 aggregate's events in order (a publish repeated after the outage may leave a copy
 right after itself, which consumers absorb), and each relay's log says it waited on
-the broker. One relay per database, PostgreSQL, MariaDB and SQLite, through the same
-outage.
+the broker, as does its ``effectively_once_relay_failures_total{kind="broker"}`` by the
+outage's end (before, a wait for acknowledgements that did not come counted nothing).
+One relay per database, PostgreSQL, MariaDB and SQLite, through the same outage.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from app.demo.broker import free_port
 from tests.integration.support.brokers import own_broker
 from tests.integration.support.databases import BACKENDS
+from tests.integration.support.http import get_at
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.outbox import (
     out_of_order,
@@ -59,10 +63,12 @@ async def test_rows_wait_out_a_broker_outage_and_all_ship_after(
             for backend in BACKENDS
         }
         relays = Relays(tmp_path / "relays")
+        ports = {backend: free_port() for backend in BACKENDS}
         try:
             for backend, url in databases.items():
                 await write(url, batches[backend][:180])
-                relays.start(url, stream.broker_url, RELAY)
+                port = {"RELAY_METRICS_PORT": str(ports[backend])}
+                relays.start(url, stream.broker_url, RELAY | port)
             await eventually(
                 lambda: asyncio.gather(*(statuses(url) for url in databases.values())),
                 lambda found: all(s.get("PUBLISHED", 0) >= 50 for s in found),
@@ -74,6 +80,7 @@ async def test_rows_wait_out_a_broker_outage_and_all_ship_after(
                 await write(url, batches[backend][180:])
             await asyncio.sleep(OUTAGE_SECONDS)
             during = {b: await statuses(url) for b, url in databases.items()}
+            counted = {b: await broker_failures(port) for b, port in ports.items()}
             attempts = {
                 b: {r["retry_count"] for r in await rows(url, "retry_count")}
                 for b, url in databases.items()
@@ -93,6 +100,7 @@ async def test_rows_wait_out_a_broker_outage_and_all_ship_after(
         on_topic = await shipped(stream, stream.topic)
 
     assert attempts == {backend: {0} for backend in BACKENDS}  # the outage counted nothing
+    assert all(found > 0 for found in counted.values()), counted
     for backend, found in during.items():
         assert "DEAD" not in found, (backend, found)
         assert found.get("PENDING", 0) + found.get("PROCESSING", 0) > 0, (backend, found)
@@ -103,3 +111,15 @@ async def test_rows_wait_out_a_broker_outage_and_all_ship_after(
     # and retries its requests).
     said = ("broker unreachable?", "for the broker to acknowledge")
     assert all(any(words in log for words in said) for log in logs), logs
+
+
+async def broker_failures(port: int) -> float:
+    """A relay's ``effectively_once_relay_failures_total{kind="broker"}`` (0 if absent)."""
+    _, text = await get_at(port, "/metrics")
+    for family in text_string_to_metric_families(text):
+        for found in family.samples:
+            if found.name == "effectively_once_relay_failures_total" and found.labels == {
+                "kind": "broker"
+            }:
+                return float(found.value)
+    return 0.0
