@@ -4,8 +4,10 @@ A retry tier is a topic named from ``ORDER_TOPIC`` and a delay (``orders.retry.3
 read only while its delay is in ``RETRY_DELAYS`` (or ``RETRY_DELAYS_RETIRED``). A
 deployment whose ``RETRY_DELAYS`` changed while events waited in a tier would leave them
 there: neither applied nor on the DLT, and neither ``dlq replay`` nor ``dlq skip`` can
-reach them. The worker looks at start, and again every ``LOOK_EVERY_SECONDS`` while it
-finds some: in each tier of its topic on the broker that it does not read, the records
+reach them. The worker looks at start, and again every ``LOOK_EVERY_SECONDS`` (a tier is
+left unread when a replica that read it stops, long after this one started): in each tier
+of its topic on the broker that neither it nor any other member of its group reads (a
+replica of another release, in a rolling deploy, reads tiers of its own), the records
 past its group's committed offsets (from the start where it committed none) that name
 its ``APP_ID`` (``dlt-app-id``; one naming none counts too, as the worker would take it:
 another deployment's records are its own business). ``/ready`` then fails on ``retry
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import TopicPartition
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
 from app.kafka_clients import KafkaClients
 from app.monitoring.readiness import Check
@@ -43,6 +46,18 @@ def of_deployment(headers: Iterable[tuple[str, bytes]], app_id: str) -> bool:
         if name == DLT_APP_ID:
             return value == app_id.encode()
     return True
+
+
+def subscribed(groups: Iterable[Any]) -> set[str]:
+    """The topics the members of ``groups`` (``DescribeGroups`` answers) subscribe to."""
+    topics: set[str] = set()
+    for answer in groups:
+        for group in answer.to_object()["groups"]:
+            for member in group["members"]:
+                if member["member_metadata"]:
+                    metadata = ConsumerProtocolMemberMetadata.decode(member["member_metadata"])
+                    topics.update(metadata.subscription)
+    return topics
 
 
 def read_tiers(settings: Settings) -> set[str]:
@@ -69,6 +84,9 @@ class StrandedTiers:
                 t for t in await admin.list_topics() if t.startswith(base + RETRY_INFIX)
             )
             others = [topic for topic in others if topic not in read]
+            if others:  # a tier another member of the group reads is not left
+                groups = await admin.describe_consumer_groups([self.settings.app_id])
+                others = [topic for topic in others if topic not in subscribed(groups)]
             described = await admin.describe_topics(others) if others else []
             parts_of = {
                 topic["topic"]: [
@@ -130,9 +148,9 @@ class StrandedTiers:
         offsets = await admin.list_consumer_group_offsets(self.settings.app_id, partitions=parts)
         return {tp: meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
 
-    async def keep_looking(self) -> None:
-        """``look`` at start, then every ``LOOK_EVERY_SECONDS`` while it finds some; a look
-        that fails (the broker away: its own check says so) leaves the last finding."""
+    async def keep_looking(self, every: float = LOOK_EVERY_SECONDS) -> None:
+        """``look`` at start, then every ``every`` seconds; a look that fails (the broker
+        away: its own check says so) leaves the last finding."""
         while True:
             try:
                 async with asyncio.timeout(LOOK_TIMEOUT_SECONDS):
@@ -141,9 +159,7 @@ class StrandedTiers:
                 log.debug("could not look for retry tiers left unread: %r", exc)
             else:
                 self._tell(found)
-                if not found:
-                    return
-            await asyncio.sleep(LOOK_EVERY_SECONDS)
+            await asyncio.sleep(every)
 
     def _tell(self, found: dict[str, int]) -> None:
         """Keep ``found``; log it when it changed (an ERROR while some wait)."""
