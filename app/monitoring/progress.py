@@ -49,6 +49,11 @@ class PartitionSource(Protocol):
         for one: a scrape must not hold the consumer)."""
         ...
 
+    def committed(self, tp: TopicPartition) -> int | None:
+        """The group's committed offset of the partition as the consumer last knew it (by
+        its own commit, or the seek of an assignment), if any."""
+        ...
+
 
 class Progress:
     """Batches in flight, the next offset to process per partition, and when a batch last
@@ -169,7 +174,9 @@ class Progress:
 
         A partition counts from its first batch's first offset while that batch is in
         flight, and without a batch since it was assigned from the consumer's position
-        (where faust resumed: the committed offset).
+        (where faust resumed: the committed offset); never from before the group's committed
+        offset (a partition revoked, worked on by another member and assigned back between
+        two looks: this worker's last batch of it is behind what the other committed).
         """
         assigned = source.assignment()
         self._next = {tp: offset for tp, offset in self._next.items() if tp in assigned}
@@ -179,6 +186,9 @@ class Progress:
             following = self._next.get(tp)
             if following is None:
                 following = await source.position(tp)
+            committed = source.committed(tp)
+            if committed is not None and (following is None or committed > following):
+                following = committed
             if high is not None and following is not None:
                 lag[tp] = max(0, high - following)
         return lag

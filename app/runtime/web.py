@@ -73,6 +73,13 @@ class FaustPartitions:
             return None
         return known_position(consumer, KafkaPartition(*tp))
 
+    def committed(self, tp: TopicPartition) -> int | None:
+        """The committed offset faust's consumer keeps for ``tp`` (set by its commits and
+        by the seek of each assignment), if any."""
+        committed: Any = getattr(self._app.consumer, "_committed_offset", {})
+        offset = committed.get(TP(*tp))
+        return offset if isinstance(offset, int) else None
+
 
 class _Database:
     """A one-connection engine of its own, so a busy pipeline pool cannot fail ``/ready``."""

@@ -4,7 +4,10 @@ Contract: ``Progress`` reports, per assigned partition, the high watermark minus
 the next offset to process: after a batch returned from the pipeline (its
 database commit), the offset after its last record; while the first batch since the
 assignment is in flight, its first record's offset (the fetch position is already past
-it); before any batch, the consumer's position. Revoked partitions disappear. The oldest
+it); before any batch, the consumer's position; never from before the group's committed offset
+(a partition assigned back after another member worked on it counted this worker's last
+batch of it: lag that was not there, and ``/ready`` red on it). Revoked partitions
+disappear. The oldest
 unprocessed age is the time since the oldest record of a batch in flight became
 due (its timestamp, or a retry record's retry-due-at), 0 when nothing is in
 flight; a batch that raised is no longer in flight and moves no offset.
@@ -33,6 +36,7 @@ class FakeConsumer:
         self.assigned = assigned
         self.high = high
         self.positions: dict[TopicPartition, int] = {}
+        self.commits: dict[TopicPartition, int] = {}
 
     def assignment(self) -> set[TopicPartition]:
         return self.assigned
@@ -42,6 +46,9 @@ class FakeConsumer:
 
     async def position(self, tp: TopicPartition) -> int | None:
         return self.positions.get(tp)
+
+    def committed(self, tp: TopicPartition) -> int | None:
+        return self.commits.get(tp)
 
 
 def record(
@@ -72,6 +79,19 @@ async def test_lag_counts_from_the_last_processed_batch_or_the_position() -> Non
 
     consumer.assigned = {("t", 1)}  # partition 0 revoked
     assert await progress.lag(consumer) == {("t", 1): 2}
+
+
+async def test_a_partition_assigned_back_counts_from_what_the_group_committed() -> None:
+    progress = Progress(clock=lambda: NOW)
+    consumer = FakeConsumer({("t", 0)}, {("t", 0): 10})
+    await progress.run(processed, [record(0, 2), record(0, 3)])
+    assert await progress.lag(consumer) == {("t", 0): 6}
+
+    # Revoked, worked on by another member up to its end, and assigned back, between two
+    # looks: this worker's last batch of it is behind what the group committed.
+    consumer.high[("t", 0)] = 30
+    consumer.commits[("t", 0)] = 30
+    assert await progress.lag(consumer) == {("t", 0): 0}
 
 
 async def test_a_partition_without_a_high_watermark_is_left_out() -> None:
