@@ -29,6 +29,7 @@ from app.monitoring.parked import keep_sampling
 from app.monitoring.progress import Progress, TopicPartition
 from app.monitoring.watch import Watch, keep_watching
 from app.registry import Registry
+from app.runtime.membership import Membership
 from app.runtime.positions import faust_consumer, known_position
 from app.runtime.tier_check import StrandedTiers
 from app.settings import Settings
@@ -148,6 +149,9 @@ def add_observability(
             return None
         return progress.records_waiting(lag)
 
+    instance = settings.group_instance_id
+    membership = Membership(instance).watch() if instance else None
+
     @app.page("/ready")
     class Ready(View):
         async def get(self, request: Request) -> Response:
@@ -172,7 +176,8 @@ def add_observability(
                 relay = await readiness.outbox(database.engine, settings.relay_stall_seconds)
             start = [start_health()] if start_health is not None else []
             more = [relay] if relay is not None else []
-            checks = (db, broker, *start, assigned, stalled, tiers.check(), *more)
+            member = [membership.check()] if membership is not None else []
+            checks = (db, broker, *start, assigned, stalled, tiers.check(), *member, *more)
             report = readiness.Readiness(checks)
             return self.json(report.body(), status=200 if report.ok else 503)
 
