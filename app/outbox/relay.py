@@ -173,8 +173,8 @@ class _Cycle:
             waves[level].append(row)
         return waves
 
-    def fail(self, row: Mapping[str, Any], error: str) -> None:
-        self.failed.append(settle.Failed(row["id"], row["retry_count"], error))
+    def fail(self, row: Mapping[str, Any], error: str, final: bool = False) -> None:
+        self.failed.append(settle.Failed(row["id"], row["retry_count"], error, final))
         self.stopped.add((row["aggregate_type"], row["aggregate_id"]))
 
     def wait_for(self, row: dict[str, Any], future: asyncio.Future[Any]) -> None:
@@ -188,7 +188,7 @@ class _Cycle:
         if error is None:
             self.published.append(row)
         elif is_row_fault(error):
-            self.fail(row, _describe(error))
+            self.fail(row, _describe(error), final=isinstance(error, BadRow))
         else:
             return False
         return True
@@ -506,8 +506,8 @@ class Relay:
         for row in wave:
             try:
                 pending[row["id"]] = (row, message_of(row))
-            except BadRow as exc:
-                cycle.fail(row, str(exc))
+            except BadRow as exc:  # no attempt can mend its columns: DEAD at once
+                cycle.fail(row, str(exc), final=True)
         if not pending:
             return
         await self._fail_missing(pending, cycle)

@@ -25,11 +25,13 @@ _NO_SYNC = {"synchronize_session": False}
 
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """A row whose publish failed for a reason of its own (it counts as an attempt)."""
+    """A row whose publish failed for a reason of its own (it counts as an attempt);
+    ``final``: one no attempt can mend (the row's columns are no record), ``DEAD`` at once."""
 
     id: int
     retry_count: int
     error: str
+    final: bool = False
 
 
 async def _update_held(session: AsyncSession, owner: str, ids: Sequence[int], **values: Any) -> int:
@@ -115,7 +117,7 @@ async def record_failures(
     dead = []
     for failure in failures:
         attempts = failure.retry_count + 1
-        final = attempts >= max_attempts
+        final = failure.final or attempts >= max_attempts
         if final:
             dead.append(failure.id)
         params.append(

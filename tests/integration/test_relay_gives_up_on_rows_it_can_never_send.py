@@ -1,8 +1,10 @@
 """A row that can never be sent goes DEAD with a clear error; nothing else waits for it long.
 
-Contract: a row whose payload is not JSON and a row whose topic does not exist each
-fail ``RELAY_MAX_ATTEMPTS`` publishes and end ``DEAD``, ``retry_count`` at the
-maximum and ``last_error`` saying why; every other row ships, the dead row's
+Contract: a row whose payload is not JSON goes ``DEAD`` at its first attempt (no attempt
+can mend its columns: before, it held its aggregate through ``RELAY_MAX_ATTEMPTS``
+attempts and their back-off, minutes by default), and a row whose topic does not exist
+fails ``RELAY_MAX_ATTEMPTS`` publishes and ends ``DEAD``, ``retry_count`` at the maximum
+(the topic may come); each with ``last_error`` saying why; every other row ships, the dead row's
 aggregate's later rows included, once it is dead (they waited for it, not more). This
 relay creates no topic (built without a topic maker, as with ``TOPICS_DECLARE=false``).
 The missing topic is named (for ``/ready``) while a row waits for it, and no longer once
@@ -81,8 +83,8 @@ async def test_rows_that_cannot_be_sent_go_dead_and_the_rest_ships(
             if r["status"] != "PUBLISHED"
         }
         assert set(found) == {"broken", "lost"}
-        for row in found.values():
-            assert (row["status"], row["retry_count"]) == ("DEAD", ATTEMPTS)
+        assert (found["broken"]["status"], found["broken"]["retry_count"]) == ("DEAD", 1)
+        assert (found["lost"]["status"], found["lost"]["retry_count"]) == ("DEAD", ATTEMPTS)
         assert found["broken"]["last_error"].startswith("payload is not JSON: ")
         assert found["lost"]["last_error"] == (
             f"topic {missing!r} does not exist on the broker "
