@@ -136,7 +136,15 @@ PREFILTER_CIRCUIT_OPEN = Gauge(
     registry=REGISTRY,
 )
 
-# --- parking (sampled from the database) ---------------------------------------------------
+# --- samples of the database (parking, the outbox) ---------------------------------------------
+SAMPLED_AT = Gauge(
+    "effectively_once_sampled_timestamp_seconds",
+    "Unix time of the last sample of the database that succeeded, by sample ('parking', "
+    "'outbox'): while it is old (the database out of reach), the sample's gauges keep "
+    "their last values, or 0 if none succeeded yet.",
+    ["sample"],
+    registry=REGISTRY,
+)
 PARKED_EVENTS = Gauge(
     "effectively_once_parked_events",
     "Events waiting in parked_event for an earlier version of their aggregate.",
@@ -449,6 +457,16 @@ class ParkedStats:
     events: int = 0
     aggregates: int = 0
     oldest_age_seconds: float = 0.0
+
+
+def sampling(sample: str) -> None:
+    """A sample of the database is taken from now on (0 until one succeeds)."""
+    SAMPLED_AT.labels(sample)
+
+
+def sampled(sample: str) -> None:
+    """A sample of the database succeeded now."""
+    SAMPLED_AT.labels(sample).set(time.time())
 
 
 def set_parked(stats: Mapping[str, ParkedStats]) -> None:

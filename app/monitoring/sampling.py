@@ -2,6 +2,8 @@
 
 A failing query (the database is down) keeps the gauges' last values and logs once
 per outage: the pipeline's own pause already says loudly that the database is gone.
+``effectively_once_sampled_timestamp_seconds{sample}`` says when a sample last
+succeeded, so that a gauge's old value is not taken for a fresh one.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+
+from app import metrics
 
 T = TypeVar("T")
 log = logging.getLogger("effectively_once.monitoring")
@@ -20,6 +24,7 @@ async def keep_sampling(
 ) -> None:
     """``publish(await sample())`` every ``interval`` seconds until cancelled."""
     failing = False
+    metrics.sampling(name)
     while True:
         try:
             async with asyncio.timeout(interval):
@@ -33,4 +38,5 @@ async def keep_sampling(
                 log.info("%s sample works again", name)
             failing = False
             publish(value)
+            metrics.sampled(name)
         await asyncio.sleep(interval)
