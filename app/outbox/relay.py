@@ -181,14 +181,17 @@ class _Cycle:
         self.unanswered[row["id"]] = (row, future)
         self.stopped.add((row["aggregate_type"], row["aggregate_id"]))
 
-    def take(self, row: dict[str, Any], future: asyncio.Future[Any]) -> bool:
-        """Record the outcome of ``row``'s send; False when ``future`` holds a failure
-        that is nobody's attempt (the broker could not be reached)."""
+    def take(
+        self, row: dict[str, Any], future: asyncio.Future[Any], message: Message | None = None
+    ) -> bool:
+        """Record the outcome of ``row``'s send (of ``message``, when known); False when
+        ``future`` holds a failure that is nobody's attempt (the broker could not be
+        reached)."""
         error = future.exception()
         if error is None:
             self.published.append(row)
         elif is_row_fault(error):
-            self.fail(row, _describe(error), final=isinstance(error, BadRow))
+            self.fail(row, _refused(error, message), final=isinstance(error, BadRow))
         else:
             return False
         return True
@@ -642,7 +645,7 @@ class Relay:
             if self._shorten(pending, row_id, outcome):
                 continue
             if is_row_fault(outcome):
-                cycle.fail(row, _describe(outcome))
+                cycle.fail(row, _refused(outcome, message))
                 del pending[row_id]
             elif self._denied(message.topic, outcome) or is_infrastructure(outcome):
                 trouble = outcome  # a denial first: remembered, and said on /ready
@@ -666,7 +669,7 @@ class Relay:
                 pending, row_id, future.exception()
             ):
                 continue
-            elif cycle.take(row, future):
+            elif cycle.take(row, future, message):
                 if future.exception() is None:
                     self.denied.pop(message.topic, None)
                 del pending[row_id]
@@ -748,8 +751,8 @@ class Relay:
                 if waited - said >= WAIT_LOG_SECONDS:
                     said = waited
                     log.warning(
-                        "waiting %.0fs for the broker to acknowledge %d record(s); "
-                        "the lease on them is kept",
+                        "waiting %.0fs for the broker to acknowledge %d record(s) "
+                        "(their rows stay this relay's while its lease is renewed)",
                         waited,
                         sum(1 for f in waiting if not f.done()),
                     )
@@ -1024,6 +1027,21 @@ def _too_large(future: asyncio.Future[Any]) -> bool:
     if not future.done() or future.cancelled():
         return False
     return type(future.exception()).__name__ in TOO_LARGE
+
+
+def _refused(error: BaseException, message: Message | None) -> str:
+    """Why the broker refused ``message``: a record too large says its size and what
+    decides the limit."""
+    said = _describe(error)
+    if type(error).__name__ not in TOO_LARGE or message is None:
+        return said
+    size = len(message.key or b"") + len(message.value or b"")
+    size += sum(len(name) + len(value) for name, value in message.headers)
+    return (
+        f"{said}: a record of {size:,} bytes, over what the topic {message.topic!r} accepts "
+        "(its max.message.bytes, or the broker's message.max.bytes); raise it, then "
+        "python -m app outbox requeue ID --execute"
+    )
 
 
 def _describe(exc: BaseException) -> str:

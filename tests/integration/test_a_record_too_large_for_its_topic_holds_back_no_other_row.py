@@ -4,7 +4,9 @@ Contract: on a one-partition topic created with a small ``max.message.bytes``, a
 first row published (the idempotent producer has a sequence on the partition), a row
 whose record the broker refuses as too large counts its attempts and goes ``DEAD``,
 while every other row, of its aggregate and of others, is published once (the rows
-refused with it in one batch are sent again each in a batch of its own).
+refused with it in one batch are sent again each in a batch of its own). The dead row's
+``last_error`` says how large its record is, what decides the limit and what to run
+once it is raised (before, only ``MessageSizeTooLargeError``).
 Before, aiokafka's idempotent producer kept the refused batch's records in the
 partition's sequence, every later batch was refused as out of order, and each row
 after it went ``DEAD`` in turn (Apache Kafka; a producer that is not idempotent, on
@@ -13,13 +15,22 @@ Tansu, never had the sequence to lose).
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from app.outbox import NewEvent
 from app.pipeline.pause import Backoff
 from tests.integration.support.kafka import OrderTopic
-from tests.integration.support.outbox import relay_on, shipped, statuses, until_idle, write
+from tests.integration.support.outbox import (
+    relay_on,
+    rows,
+    shipped,
+    statuses,
+    until_idle,
+    write,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -62,6 +73,12 @@ async def test_a_record_the_topic_refuses_holds_back_no_other_row(
                 break
 
     assert await statuses(migrated_database) == {"PUBLISHED": 7, "DEAD": 1}
+    [dead] = [
+        r for r in await rows(migrated_database, "status", "last_error") if r["status"] == "DEAD"
+    ]
+    assert re.search(r": a record of 5,\d{3} bytes, over what the topic ", dead["last_error"])
+    assert "max.message.bytes" in dead["last_error"]
+    assert "python -m app outbox requeue ID --execute" in dead["last_error"]
     on_topic = [(e["aggregateId"], e["aggregateVersion"]) for e in await shipped(stream, name)]
     # Order holds within an aggregate; "big" 2 waited for "big" 1 to go DEAD.
     assert sorted(on_topic) == sorted(
