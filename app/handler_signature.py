@@ -67,8 +67,9 @@ def _is_model(hint: Any) -> bool:
 
 
 def _payload_hint(hint: Any) -> type[BaseModel] | None:
-    """``hint`` if it is a payload model (a pydantic model that is not an envelope)."""
-    if _is_model(hint) and not issubclass(hint, Envelope):
+    """``hint`` if it is a payload model (a pydantic model that cannot hold an envelope:
+    ``BaseModel`` itself can)."""
+    if _is_model(hint) and not issubclass(hint, Envelope) and not issubclass(Envelope, hint):
         return typing.cast(type[BaseModel], hint)
     return None
 

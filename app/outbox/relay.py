@@ -69,7 +69,7 @@ from app import metrics
 from app.db.dialect import backend
 from app.db.said import driver_said, remedy
 from app.outbox import settle
-from app.outbox.broker import breaks_sequence, denial, is_row_fault
+from app.outbox.broker import MAX_RECORD_BYTES, breaks_sequence, denial, is_row_fault
 from app.outbox.by_status import topics_waited_for
 from app.outbox.claim import Aggregate, Floor, aware, lock_claimable, mark_processing
 from app.outbox.lease import Lease
@@ -758,9 +758,12 @@ class Relay:
                     )
                     metrics.relay_infrastructure_failure("broker")  # it does not answer
             if said > -math.inf and acked.done():
+                failed = sum(1 for f in waiting if f.cancelled() or f.exception() is not None)
                 log.warning(
-                    "the broker acknowledged the records after %.0fs",
+                    "the broker answered after %.0fs: %d record(s) acknowledged, %d failed",
                     time.monotonic() - started,
+                    len(waiting) - failed,
+                    failed,
                 )
         finally:
             acked.cancel()
@@ -1037,6 +1040,11 @@ def _refused(error: BaseException, message: Message | None) -> str:
         return said
     size = len(message.key or b"") + len(message.value or b"")
     size += sum(len(name) + len(value) for name, value in message.headers)
+    if size > MAX_RECORD_BYTES or "max_request_size" in str(error):  # the producer's own
+        return (
+            f"{said}: the record is larger than the {MAX_RECORD_BYTES:,} bytes the relay sends "
+            "at most (past that the broker would drop its connection): it cannot go as it is"
+        )
     return (
         f"{said}: a record of {size:,} bytes, over what the topic {message.topic!r} accepts "
         "(its max.message.bytes, or the broker's message.max.bytes); raise it, then "

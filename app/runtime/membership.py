@@ -42,18 +42,25 @@ class Membership(logging.Filter):
         self._said = False
 
     def watch(self) -> Membership:
-        """Start counting (on aiokafka's coordinator logger)."""
-        logging.getLogger(_COORDINATOR).addFilter(self)
+        """Start counting (on aiokafka's coordinator logger, whose records are all made,
+        whatever the log level: those the level leaves out are counted, then dropped)."""
+        coordinator = logging.getLogger(_COORDINATOR)
+        coordinator.setLevel(logging.DEBUG)
+        coordinator.addFilter(self)
         return self
 
     def filter(self, record: logging.LogRecord) -> bool:
+        self._count(record)
+        # Shown only at the level the rest of aiokafka's logging is set to.
+        return record.levelno >= logging.getLogger(_COORDINATOR).parent.getEffectiveLevel()  # type: ignore[union-attr]
+
+    def _count(self, record: logging.LogRecord) -> None:
         if _UNKNOWN in record.getMessage():
             self._lost.append(self._clock())
             taken = self._taken_over()
             if taken and not self._said:
                 log.error("%s", self.check().detail)
             self._said = taken
-        return True
 
     def _taken_over(self) -> bool:
         return (

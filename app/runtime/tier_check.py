@@ -48,11 +48,20 @@ def of_deployment(headers: Iterable[tuple[str, bytes]], app_id: str) -> bool:
     return True
 
 
+class GroupUnsettled(Exception):
+    """The group is rebalancing (or its coordinator refused): the broker says which topics
+    its members read only while it is stable, so the look tells nothing this time."""
+
+
 def subscribed(groups: Iterable[Any]) -> set[str]:
-    """The topics the members of ``groups`` (``DescribeGroups`` answers) subscribe to."""
+    """The topics the members of ``groups`` (``DescribeGroups`` answers) subscribe to;
+    ``GroupUnsettled`` while a group is not stable (its members' metadata left out) or
+    the answer is an error."""
     topics: set[str] = set()
     for answer in groups:
         for group in answer.to_object()["groups"]:
+            if group["error_code"] or group["state"] not in ("Stable", "Empty", "Dead"):
+                raise GroupUnsettled(f"{group['state']} (error {group['error_code']})")
             for member in group["members"]:
                 if member["member_metadata"]:
                     metadata = ConsumerProtocolMemberMetadata.decode(member["member_metadata"])
@@ -72,6 +81,10 @@ class StrandedTiers:
     clients: KafkaClients
     settings: Settings
     found: dict[str, int] = field(default_factory=dict)
+    # Per partition of a tier, what earlier looks read: up to which offset, and the offsets
+    # of this deployment's records among them (a tier another deployment reads, where
+    # none are ours, is read once, not up to ``LOOK_LIMIT`` records at every look).
+    _read: dict[TopicPartition, tuple[int, list[int]]] = field(default_factory=dict)
 
     async def look(self) -> dict[str, int]:
         """One look at the broker: the stranded tiers and how many of this deployment's
@@ -117,29 +130,48 @@ class StrandedTiers:
         self, consumer: Any, parts: list[TopicPartition], committed: dict[TopicPartition, int]
     ) -> int:
         """How many of this deployment's records of ``parts`` lie past the group's
-        ``committed`` offsets (at most ``LOOK_LIMIT``)."""
+        ``committed`` offsets; what earlier looks read is not read again, and a look reads
+        at most ``LOOK_LIMIT`` records."""
         ends = await consumer.end_offsets(parts)
         starts = await consumer.beginning_offsets(parts)
-        firsts = {tp: max(starts[tp], committed.get(tp, 0)) for tp in parts}
-        todo = {tp: first for tp, first in firsts.items() if ends[tp] > first}
-        if not todo:
-            return 0
+        todo = {}
+        for tp in parts:
+            first = max(starts[tp], committed.get(tp, 0))
+            read_to, ours = self._read.get(tp, (first, []))
+            if read_to > ends[tp]:  # the topic was made again: its offsets start over
+                read_to, ours = first, []
+            read_to = max(read_to, first)
+            self._read[tp] = (read_to, [offset for offset in ours if offset >= first])
+            if ends[tp] > read_to:
+                todo[tp] = read_to
+        if todo:
+            await self._read_on(consumer, todo, ends)
+        return sum(len(self._read[tp][1]) for tp in parts)
+
+    async def _read_on(
+        self, consumer: Any, todo: dict[TopicPartition, int], ends: dict[TopicPartition, int]
+    ) -> None:
+        """Read each partition of ``todo`` from its offset towards its end, noting this
+        deployment's records and how far it read."""
         consumer.assign(list(todo))
         for tp, offset in todo.items():
             consumer.seek(tp, offset)
-        ours = seen = 0
+        seen = 0
         while todo and seen < LOOK_LIMIT:
             batches = await consumer.getmany(*todo, timeout_ms=1_000)
             if not batches:
                 break
             for tp, records in batches.items():
+                read_to, ours = self._read[tp]
                 for record in records:
                     if record.offset < ends[tp]:
                         seen += 1
-                        ours += of_deployment(record.headers, self.settings.app_id)
-                if not records or records[-1].offset + 1 >= ends[tp]:
+                        read_to = record.offset + 1
+                        if of_deployment(record.headers, self.settings.app_id):
+                            ours.append(record.offset)
+                self._read[tp] = (read_to, ours)
+                if not records or read_to >= ends[tp]:
                     todo.pop(tp, None)
-        return ours
 
     async def _committed(
         self, admin: Any, parts: list[TopicPartition]

@@ -121,7 +121,7 @@ class Harness:
             )
         self.reuse = reuse
         self.app_id = app_id
-        self.handler_timeout = handler_timeout
+        self.handler_timeout = handler_timeout or None  # 0: no limit, as for a worker
         self.default_aggregate_type = default_aggregate_type
         self.failure_detail = FailureDetail(failure_detail)
         self.modules = modules
@@ -324,8 +324,8 @@ class Harness:
     def _known(self, consumer: str | None) -> None:
         """``ValueError`` for a ``consumer`` no handler names: its outcomes would be none, and
         a test's ``all(...)`` over them would pass whatever happened."""
-        if consumer is None or consumer in self.registry.consumers:
-            return
+        if not consumer or consumer in self.registry.consumers:
+            return  # "": poison's only
         names = sorted(self.registry.consumers)
         close = difflib.get_close_matches(consumer, names, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""

@@ -4,7 +4,8 @@ Contract: ``Membership`` counts aiokafka's heartbeats that found this worker's m
 unknown; three within a minute (two workers with one ``GROUP_INSTANCE_ID`` take it from
 each other every few seconds) fail the ``membership`` check, naming the setting and its
 value, and log one ERROR; one now and then (a session that expired once) does not, and the
-check passes again once they stop. Every record goes on to aiokafka's own handlers.
+check passes again once they stop. They are counted whatever the log level; a record goes
+on to the handlers only at the level the rest of aiokafka logs at.
 """
 
 from __future__ import annotations
@@ -59,3 +60,28 @@ def test_a_session_that_expired_now_and_then_is_no_take_over() -> None:
         heartbeat(membership, "Heartbeat failed for group x: generation id is not current.")
         clock.now += WINDOW_SECONDS / (TAKEN_OVER_TIMES - 1) + 1
         assert membership.check().ok
+
+
+def test_counted_whatever_the_log_level_and_shown_only_at_it() -> None:
+    aiokafka = logging.getLogger("aiokafka")
+    before = aiokafka.level
+    aiokafka.setLevel(logging.ERROR)  # LOG_LEVEL=ERROR, say
+    try:
+        clock = Clock()
+        membership = Membership("orders-0", clock).watch()
+        coordinator = logging.getLogger("aiokafka.consumer.group_coordinator")
+        shown = []
+        for _ in range(TAKEN_OVER_TIMES):
+            shown.append(
+                coordinator.filter(
+                    coordinator.makeRecord(
+                        coordinator.name, logging.WARNING, "", 0, UNKNOWN, (), None
+                    )
+                )
+            )
+        assert coordinator.isEnabledFor(logging.WARNING)
+        assert shown == [False] * TAKEN_OVER_TIMES
+        assert not membership.check().ok
+    finally:
+        aiokafka.setLevel(before)
+        logging.getLogger("aiokafka.consumer.group_coordinator").removeFilter(membership)

@@ -210,7 +210,24 @@ def test_a_type_hint_the_event_cannot_match_is_refused(fn: Any, batch: bool, mes
     assert registry.consumers == []
 
 
-@pytest.mark.parametrize(("fn", "batch"), [(single, False), (listed, True), (unresolvable, False)])
+async def any_model(event: BaseModel, ctx: Any) -> None:
+    """Any pydantic model: an envelope is one."""
+
+
+async def any_models(events: list[BaseModel], ctx: Any) -> None:
+    """A list of any pydantic models."""
+
+
+@pytest.mark.parametrize(
+    ("fn", "batch"),
+    [
+        (single, False),
+        (listed, True),
+        (unresolvable, False),
+        (any_model, False),
+        (any_models, True),
+    ],
+)
 def test_a_type_hint_that_can_match_passes(fn: Any, batch: bool) -> None:
     registry = Registry()
     handler("OrderPaid", consumer="points", batch=batch, registry=registry)(fn)

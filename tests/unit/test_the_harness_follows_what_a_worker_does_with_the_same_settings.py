@@ -10,8 +10,10 @@ A record sent on a partition of its own keeps it (its DLT record names it). A fa
 handler's stack trace is logged and carried by its DLT record (``failure_detail``,
 ``full`` by default here). A consumer name no handler has is refused, naming the nearest
 (before, ``send(..., consumer=typo)`` returned no outcome, and a test asserting on all
-of them passed). ``ctx.after_commit`` given a coroutine (the call, not the function) is
-the handler's failure, saying so, rather than a log line after the commit.
+of them passed). ``handler_timeout=0`` is no limit, as ``HANDLER_TIMEOUT_SECONDS=0`` is a
+worker's (before, every handler that awaited was cut off at once). ``ctx.after_commit``
+given a coroutine (the call, not the function) is the handler's failure, saying so,
+rather than a log line after the commit.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from app.testing import Harness, Kind, Records, event
 _names = count()
 
 SERVICE = """\
+import asyncio
+
 from app import Envelope, HandlerContext, NewEvent, handler
 from schemas.order import OrderCancelled, OrderCreated, OrderPaid
 
@@ -53,6 +57,8 @@ async def cancelled(event: Envelope[OrderCancelled], ctx: HandlerContext) -> Non
 
 @handler("OrderPaid", consumer="{package}-orders")
 async def paid(event: Envelope[OrderPaid], ctx: HandlerContext) -> None:
+    if event.event_id == "naps":
+        await asyncio.sleep(0.01)
     if event.event_id == "broken":
         raise KeyError("amount_cents")
     if event.event_id == "called":
@@ -152,3 +158,13 @@ async def test_after_commit_given_a_call_fails_the_handler_saying_so(package: st
 
     assert outcome.kind == Kind.RETRIED
     assert "pass the function, not its call" in (outcome.error or "")
+
+
+async def test_a_handler_timeout_of_0_is_no_limit(package: str) -> None:
+    async with Harness(package, handler_timeout=0) as h:
+        orders = f"{package}-orders"
+        [outcome] = await h.send(
+            event("OrderPaid", "o-1", 1, PAID, event_id="naps"), consumer=orders
+        )
+
+    assert outcome.kind == Kind.APPLIED, outcome
