@@ -159,6 +159,9 @@ class _Cycle:
     stopped: set[tuple[str, str]] = field(default_factory=set)
     # Sent, not acknowledged when the stop's grace ran out: the outcome is the producer's.
     unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = field(default_factory=dict)
+    # Rows taken over from an expired lease, and how many of them were on the topic already.
+    recovered: int = 0
+    recovered_sent: int = 0
 
     def waves(self) -> list[list[dict[str, Any]]]:
         """Wave ``k``: the ``k``-th claimed row of each aggregate (claim order is id order)."""
@@ -455,6 +458,14 @@ class Relay:
                 if self.stopping and self._grace_over():
                     break
                 await self._publish(self._still_held(wave, cycle), cycle)
+            if cycle.recovered:  # said once a cycle, not once a wave
+                log.info(
+                    "%d row(s) taken over from an expired lease: %d already on the topic (not "
+                    "sent again), %d to send",
+                    cycle.recovered,
+                    cycle.recovered_sent,
+                    cycle.recovered - cycle.recovered_sent,
+                )
         except BaseException:
             await self._end(cycle)
             raise
@@ -621,13 +632,8 @@ class Relay:
         )
         for row_id in found:
             cycle.published.append(pending.pop(row_id)[0])
-        log.info(
-            "%d row(s) taken over from an expired lease: %d already on the topic (not sent "
-            "again), %d to send",
-            len(wanted),
-            len(found),
-            len(wanted) - len(found),
-        )
+        cycle.recovered += len(wanted)
+        cycle.recovered_sent += len(found)
 
     async def _send_all(
         self, pending: dict[int, tuple[dict[str, Any], Message]], cycle: _Cycle

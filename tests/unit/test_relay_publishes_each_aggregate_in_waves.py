@@ -5,7 +5,8 @@ Contract (``app.outbox.relay`` over SQLite and a fake broker): row ``k + 1`` of 
 aggregate is sent only after row ``k`` was acknowledged, while different aggregates
 travel in the same wave; rows taken over from a dead relay's expired lease are looked
 for on the topic first, and those found there are marked published without being sent
-again (rows claimed fresh are never looked for); a row the broker refuses counts one
+again (rows claimed fresh are never looked for), said in one line a cycle (not one a
+wave); a row the broker refuses counts one
 attempt (``PENDING`` with ``next_retry_at`` and ``last_error``; ``DEAD`` at the last
 attempt) and the later rows of its aggregate go back to ``PENDING`` unsent, while
 other aggregates publish; a broker that cannot be reached, or whose ACLs deny the
@@ -22,6 +23,7 @@ behind the refused one publish instead of going ``DEAD`` one after another.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -181,8 +183,9 @@ async def test_an_aggregates_rows_go_one_wave_after_another(engine: AsyncEngine)
 
 
 async def test_rows_a_dead_relay_got_onto_the_topic_are_not_sent_again(
-    engine: AsyncEngine,
+    engine: AsyncEngine, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, "effectively_once.relay")
     await write(engine, ("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c"))
     t = tables.outbox_event
     async with engine.begin() as conn:  # a relay died holding a1, a2 and b1
@@ -197,6 +200,11 @@ async def test_rows_a_dead_relay_got_onto_the_topic_are_not_sent_again(
     assert sorted(broker.asked) == ["a1", "a2", "b1"]
     assert broker.sent == ["b1", "c1", "a2"]
     assert {s for s, _, _ in (await state(engine)).values()} == {"PUBLISHED"}
+    said = [r.getMessage() for r in caplog.records if "taken over" in r.getMessage()]
+    assert said == [
+        "3 row(s) taken over from an expired lease: 1 already on the topic (not sent again), "
+        "2 to send"
+    ]
 
 
 async def test_a_refused_row_counts_an_attempt_and_holds_back_its_aggregate(
