@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Protocol
 
+from app.outbox.broker import denial
 from dlq.dead import SETTLED, FailureKey, FailureState, FailureStatus
 from dlq.records import OutRecord, replay_record
 from dlq.selection import Entry, split_copies
@@ -219,7 +220,8 @@ class Executor:
         except Exception as exc:  # this record failed; the run goes on with the next
             if key is not None:
                 await self.decisions.undo(key, entry.state, status)
-            raise _NotDone(f"publishing to {out.topic} failed: {exc!r}") from exc
+            said = denial(exc, out.topic) or repr(exc)
+            raise _NotDone(f"publishing to {out.topic} failed: {said}") from exc
         if key is not None:
             self._decided.add(key)
         if dead.unpublished is not None:

@@ -19,10 +19,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, TopicAuthorizationFailedError
+from aiokafka.protocol.metadata import MetadataRequest
 
 from app import errors
-from app.kafka_clients import CONNECT_TIMEOUT_SECONDS, KafkaClients
+from app.kafka_clients import CONNECT_TIMEOUT_SECONDS, KafkaClients, topic_errors
 from app.records import RawRecord
 from dlq.errors import BrokerUnreachable, NothingMatched
 from dlq.records import OutRecord
@@ -83,6 +84,14 @@ async def _partitions(
         metadata = await consumer._client.fetch_all_metadata()
         found = metadata.partitions_for_topic(topic)
     if not found:
+        # Left out of every topic's metadata: missing, or hidden from a login that may not
+        # describe it (the broker leaves such topics out). Asked by name (never created so),
+        # it says which.
+        client = consumer._client
+        request = MetadataRequest([topic], allow_auto_topic_creation=False)
+        answer = await client.send(client.get_random_node(), request)
+        if topic_errors(answer).get(topic) == TopicAuthorizationFailedError.errno:
+            raise TopicAuthorizationFailedError(topic)
         raise NothingMatched(
             f"no topic {topic} on the broker at {clients.broker_url} "
             "(nothing was dead-lettered yet?)"

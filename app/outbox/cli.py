@@ -131,6 +131,14 @@ def give_up(
     row_ids: Annotated[list[int], typer.Argument(help="Ids of PENDING rows.", show_default=False)],
     why: Annotated[str, typer.Option("--why", help="Why they will never go (kept in last_error).")],
     execute: Annotated[bool, typer.Option("--execute", help="Act (default: a dry run).")] = False,
+    held: Annotated[
+        bool,
+        typer.Option(
+            "--held",
+            help="PROCESSING rows too: a relay holds them (waiting in place on a write its ACLs "
+            "deny); it learns at its next lease renewal. A record on its way may still go.",
+        ),
+    ] = False,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Mark PENDING rows DEAD now (a row that will never go holds its aggregate's later rows
@@ -142,12 +150,19 @@ def give_up(
         present = await dead.existing(conn, row_ids)
         if not execute:
             pending = await dead.in_status(conn, row_ids, OutboxStatus.PENDING)
+            if held:
+                pending |= await dead.in_status(conn, row_ids, OutboxStatus.PROCESSING)
             return [row_id for row_id in row_ids if row_id in pending], present
-        return await dead.give_up(conn, row_ids, why.strip()), present
+        return await dead.give_up(conn, row_ids, why.strip(), held), present
 
     done, present = _run(database_url, act, write=True)
     verb = "gave up" if execute else "would give up"
-    _report(verb, row_ids, done, present, "not PENDING: a relay holds it, or it went", execute)
+    other = (
+        "published or dead already"
+        if held
+        else "not PENDING: a relay holds it (--held gives it up anyway), or it went"
+    )
+    _report(verb, row_ids, done, present, other, execute)
 
 
 def _report(

@@ -87,17 +87,27 @@ async def requeue(conn: AsyncConnection, ids: Sequence[int]) -> list[int]:
     )
 
 
-async def give_up(conn: AsyncConnection, ids: Sequence[int], why: str) -> list[int]:
+async def give_up(
+    conn: AsyncConnection, ids: Sequence[int], why: str, held: bool = False
+) -> list[int]:
     """Mark the ``PENDING`` rows among ``ids`` ``DEAD``, ``last_error`` saying an operator
-    gave them up and why; which ones. The later rows of their aggregates then go."""
-    return await _move(
-        conn,
-        ids,
-        OutboxStatus.PENDING,
-        status=OutboxStatus.DEAD.value,
-        next_retry_at=None,
-        last_error=f"{GIVEN_UP}: {why}",
-    )
+    gave them up and why; which ones. The later rows of their aggregates then go.
+
+    ``held``: the ``PROCESSING`` ones too (a relay holds them: one waiting in place on a
+    write its ACLs deny, say). Their lease is taken from the relay, which learns it at its
+    next renewal (within a third of ``RELAY_LEASE_SECONDS``) and sends nothing more of
+    them; a record already on its way may still be published."""
+    values = {
+        "status": OutboxStatus.DEAD.value,
+        "next_retry_at": None,
+        "last_error": f"{GIVEN_UP}: {why}",
+    }
+    done = await _move(conn, ids, OutboxStatus.PENDING, **values)
+    if held:
+        done += await _move(
+            conn, ids, OutboxStatus.PROCESSING, lease_owner=None, lease_expires_at=None, **values
+        )
+    return sorted(done)
 
 
 GIVEN_UP = "given up by an operator (python -m app outbox give-up)"

@@ -70,8 +70,9 @@ class Lease:
                 taken = set(live) - still
                 self.lost |= taken
                 log.warning(
-                    "%d of %d claimed row(s) were taken over by another relay (lease "
-                    "expired): this relay sends none of them, nor their aggregates' later rows",
+                    "%d of %d claimed row(s) are no longer this relay's (taken over by another "
+                    "relay after the lease expired, or given up by an operator): this relay "
+                    "sends none of them, nor their aggregates' later rows",
                     len(taken),
                     len(live),
                 )

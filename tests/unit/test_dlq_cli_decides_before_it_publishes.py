@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+from aiokafka.errors import TopicAuthorizationFailedError
 
 from dlq import headers as h
 from dlq.actions import Action, Executor, plan
@@ -35,6 +36,7 @@ class Broker:
     log: list[str]
     sent: list[tuple[OutRecord, int | None]] = field(default_factory=list)
     fail_on: set[int] = field(default_factory=set)
+    failure: Exception = field(default_factory=lambda: OSError("broker went away"))
     clock: list[float] = field(default_factory=lambda: [0.0])
     at: list[float] = field(default_factory=list)
 
@@ -42,7 +44,7 @@ class Broker:
         self.log.append("send")
         self.at.append(self.clock[0])
         if len(self.at) - 1 in self.fail_on:  # the n-th call (from 0) fails
-            raise OSError("broker went away")
+            raise self.failure
         self.sent.append((record, partition))
         return partition or 0, 100 + len(self.sent)
 
@@ -150,6 +152,16 @@ async def test_a_failed_publish_puts_the_row_back_and_the_run_goes_on() -> None:
     assert rows.status[key(second)].status == "replayed"
     assert [e.dead.position for e, _ in summary.done] == ["0:1"]
     assert "broker went away" in summary.errors[0][1]
+
+
+async def test_a_publish_the_acls_deny_names_the_permission() -> None:
+    run, broker, _ = executor(Action.REPLAY)
+    broker.fail_on = {0}
+    broker.failure = TopicAuthorizationFailedError("orders")
+
+    summary = await run.run([entry(letter(0, original=(0, 1)))], ignore)
+
+    assert "not allowed to write 'orders' (an ACL must allow Write)" in summary.errors[0][1]
 
 
 @pytest.mark.parametrize("status", ["unknown", "resolved", "skipped"])
