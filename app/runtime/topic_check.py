@@ -20,6 +20,7 @@ no partition was assigned.
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 from aiokafka.errors import (
@@ -142,5 +143,41 @@ def principal(security: BrokerSecurity) -> str:
     if security.protocol == "PLAINTEXT":
         return "User:ANONYMOUS"
     if security.cert_file:
+        subject = certificate_subject(security.cert_file)
+        if subject is not None:  # Kafka's default principal for a client certificate
+            return f"User:{subject}"
         return "the client certificate's principal"
     return "this client's principal"
+
+
+# The subject's attributes as Java's X500Principal writes them (RFC 2253), which Kafka's
+# default principal for a client certificate is (``ssl.principal.mapping.rules`` DEFAULT).
+_RFC2253 = {
+    "commonName": "CN",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
+
+
+def certificate_subject(path: str) -> str | None:
+    """The subject of the PEM certificate at ``path`` as RFC 2253 writes it (``CN=orders,
+    O=Shop``); None when it cannot be read or written plainly (an attribute Java writes as
+    an OID, a value that needs escaping)."""
+    try:
+        decoded = ssl._ssl._test_decode_cert(path)  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    parts = []
+    for rdn in reversed(decoded.get("subject", ())):
+        for key, value in rdn:
+            short = _RFC2253.get(key)
+            if short is None or any(c in value for c in ',+"\\<>;=#') or value != value.strip():
+                return None
+            parts.append(f"{short}={value}")
+    return ",".join(parts) or None
