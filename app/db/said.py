@@ -7,6 +7,8 @@ the driver's first line, scrubbed of any value or password it quotes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from app.db.error_code import error_code
 from app.scrub import scrub
 
@@ -26,25 +28,27 @@ _REMEDIES: dict[str | int, str] = {
 def driver_said(exc: BaseException) -> str:
     """The first line of the deepest cause of ``exc`` (the driver's error under
     SQLAlchemy's), scrubbed; its type's name when it says nothing."""
-    seen = {id(exc)}
-    while (inner := getattr(exc, "orig", None) or exc.__cause__) is not None:
-        if id(inner) in seen:
-            break
-        seen.add(id(inner))
-        exc = inner
-    lines = scrub(str(exc)).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+    *_, deepest = _wrapped(exc)
+    lines = scrub(str(deepest)).strip().splitlines()
+    return lines[0] if lines else type(deepest).__name__
 
 
 def remedy(exc: BaseException) -> str | None:
     """What to do about ``exc``, a database failure a client waits on, when its code says
     that waiting alone will not mend it; None otherwise."""
+    for found in _wrapped(exc):
+        said = _REMEDIES.get(error_code(found) or "")
+        if said is not None:
+            return said
+    return None
+
+
+def _wrapped(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then what each wraps (SQLAlchemy's ``orig``, else the cause), down to the
+    driver's error; each once."""
     seen: set[int] = set()
     found: BaseException | None = exc
     while found is not None and id(found) not in seen:
         seen.add(id(found))
-        said = _REMEDIES.get(error_code(found) or "")
-        if said is not None:
-            return said
+        yield found
         found = getattr(found, "orig", None) or found.__cause__
-    return None
