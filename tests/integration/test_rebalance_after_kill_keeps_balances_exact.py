@@ -25,8 +25,8 @@ from app.demo.envelopes import decode
 from app.demo.workload import generate
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.state import CONSUMERS, Database
-from tests.integration.support.waiting import eventually, path_appears
-from tests.integration.support.workers import WorkerProcess, Workers
+from tests.integration.support.waiting import eventually, path_appears, split_between
+from tests.integration.support.workers import Workers
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ async def test_survivor_takes_over_a_killed_workers_partitions_exactly(
     # two never run the migration at the same time.
     await eventually(db.notifications, lambda _: True, what="schema", within=60, workers=[one])
     two = workers.start(database_url, name="two", handler_modules=HANDLER_MODULES, env=env)
-    await _split_between(topic, one, two)
+    await split_between(topic.stream.topic, topic.stream.partitions, one, two)
 
     await topic.send(first)
     await topic.drained(workers=[one, two])
@@ -76,19 +76,3 @@ async def test_survivor_takes_over_a_killed_workers_partitions_exactly(
     assert await db.consumed_counts() == every_one
     assert await db.tallies() == dict.fromkeys({decode(m)["eventId"] for m in workload.messages}, 1)
     assert await db.parked_count() == 0
-
-
-async def _split_between(topic: OrderTopic, one: WorkerProcess, two: WorkerProcess) -> None:
-    """Wait until the two workers' assignments are disjoint, non-empty and cover the topic."""
-    name, everything = topic.stream.topic, set(range(topic.stream.partitions))
-
-    async def assignments() -> tuple[set[int] | None, set[int] | None]:
-        return one.assigned_partitions(name), two.assigned_partitions(name)
-
-    def split(pair: tuple[set[int] | None, set[int] | None]) -> bool:
-        a, b = (found or set() for found in pair)
-        return bool(a) and bool(b) and not a & b and a | b == everything
-
-    await eventually(
-        assignments, split, what="both workers to own partitions", within=60, workers=[one, two]
-    )

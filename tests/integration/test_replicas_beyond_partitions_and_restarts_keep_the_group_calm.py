@@ -25,7 +25,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from tests.integration.support.http import readiness_is
 from tests.integration.support.kafka import OrderTopic
 from tests.integration.support.session_broker import broker_kind
-from tests.integration.support.waiting import eventually
+from tests.integration.support.waiting import split_between
 from tests.integration.support.workers import Stream, Workers
 
 pytestmark = pytest.mark.integration
@@ -75,15 +75,7 @@ async def test_a_static_member_restarts_without_a_rebalance(
     await readiness_is(calm, 200, within=60)
     moving = workers.start(database_url, name="moving", env={"GROUP_INSTANCE_ID": "moving"})
 
-    async def split() -> tuple[set[int] | None, set[int] | None]:
-        return calm.assigned_partitions(stream.topic), moving.assigned_partitions(stream.topic)
-
-    def shared(parts: tuple[set[int] | None, set[int] | None]) -> bool:
-        return all(parts) and set.union(*parts) == set(range(stream.partitions))  # type: ignore[arg-type]
-
-    _, moving_had = await eventually(
-        split, shared, what="the two to share the partitions", within=60, workers=[calm, moving]
-    )
+    _, moving_had = await split_between(stream.topic, stream.partitions, calm, moving)
     rebalances = calm.log().count(ASSIGNED)
     assert moving.stop() == 0
     again = workers.start(database_url, name="moving-again", env={"GROUP_INSTANCE_ID": "moving"})

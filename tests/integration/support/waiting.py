@@ -87,3 +87,30 @@ async def path_appears(path: Path, *, within: float, workers: Iterable[WorkerPro
         return await asyncio.to_thread(path.exists)
 
     await eventually(exists, bool, what=f"{path.name} to appear", within=within, workers=workers)
+
+
+async def split_between(
+    topic: str, partitions: int, one: WorkerProcess, two: WorkerProcess, *, within: float = 60
+) -> tuple[set[int], set[int]]:
+    """Wait until the two workers' last logged assignments of ``topic`` are disjoint,
+    non-empty and cover its partitions; return them.
+
+    Disjoint as well as covering: until the first member logs the second generation,
+    its last assignment is still every partition, overlapping the newcomer's.
+    """
+    everything = set(range(partitions))
+
+    async def assignments() -> tuple[set[int], set[int]]:
+        return one.assigned_partitions(topic) or set(), two.assigned_partitions(topic) or set()
+
+    def split(pair: tuple[set[int], set[int]]) -> bool:
+        a, b = pair
+        return bool(a) and bool(b) and not a & b and a | b == everything
+
+    return await eventually(
+        assignments,
+        split,
+        what=f"{one.name} and {two.name} to split {topic}",
+        within=within,
+        workers=[one, two],
+    )
