@@ -44,7 +44,6 @@ redelivers the rest).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -58,8 +57,8 @@ from app import metrics, scrub
 from app.context import HandlerContext
 from app.db.dialect import insert_rows
 from app.db.tables import failed_event, outbox_event
-from app.failure_detail import FailureDetailPolicy
 from app.failure_log import log_failure
+from app.pipeline.after_commit import Report, run_after_commit
 from app.pipeline.apply import HandlerFailed, Mode
 from app.pipeline.classify import is_unique_violation, lost_a_race
 from app.pipeline.consumer_batch import ConsumerBatch
@@ -125,6 +124,7 @@ class BatchProcessor:
     app_id: str | None = None  # the deployment this is: another's records are left alone
     after_commit_limit: float = AFTER_COMMIT_LIMIT_SECONDS
     handler_timeout: float | None = None  # HANDLER_TIMEOUT_SECONDS (``run_handlers``)
+    on_after_commit_failure: Report | None = None  # each failed after-commit callback
 
     @property
     def decodes_first(self) -> bool:
@@ -222,7 +222,9 @@ class BatchProcessor:
         # Committed with its failures' records in the outbox: the relay ships them.
         if batch.outbox_rows:
             self._outbox_written()
-        await _run_after_commit(batch.ctx, self.router.detail, self.after_commit_limit)
+        await run_after_commit(
+            batch.ctx, self.router.detail, self.after_commit_limit, self.on_after_commit_failure
+        )
         await remember_applied(self.prefilter, consumer, batch.applied)
 
     async def _until_done(
@@ -448,41 +450,3 @@ def _note_unknown_types(events: list[Decoded]) -> None:
             event_type,
             item.record.position,
         )
-
-
-async def _run_after_commit(ctx: HandlerContext, detail: FailureDetailPolicy, limit: float) -> None:
-    """Run the batch's after-commit callbacks in order: an ``async`` one awaited for at most
-    ``limit`` seconds, a plain one called. One that fails or overruns is logged and left
-    (one that raises ``SystemExit`` or ``KeyboardInterrupt`` too: it may not stop the
-    worker); the transaction stays committed and the callbacks after it run."""
-    for callback in ctx._after_commit:
-        window = asyncio.timeout(limit)
-        try:
-            result = callback()
-            if inspect.isawaitable(result):
-                async with window:
-                    await result
-        except (Exception, SystemExit, KeyboardInterrupt) as exc:
-            if isinstance(exc, TimeoutError) and window.expired():
-                log.error(
-                    "%s: after-commit callback %s did not finish within %gs and was "
-                    "abandoned; the transaction stays committed (give its outside call a "
-                    "timeout of its own)",
-                    ctx.consumer,
-                    _name(callback),
-                    limit,
-                )
-                continue
-            text = detail.describe(exc)
-            log_failure(
-                log,
-                logging.ERROR,
-                text,
-                "%s: after-commit callback failed (%s); the transaction stays committed",
-                ctx.consumer,
-                text.line,
-            )
-
-
-def _name(callback: Callable[[], object]) -> str:
-    return getattr(callback, "__qualname__", None) or repr(callback)

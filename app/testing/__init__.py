@@ -21,12 +21,14 @@ with pytest-asyncio, or from any event loop).
 
 from __future__ import annotations
 
+from app.pipeline.after_commit import AfterCommitFailure
 from app.pipeline.outcomes import Kind, Outcome
 from app.testing.feed import NOW, FrozenClock, Records, event
 from app.testing.harness import Harness, InfrastructurePaused, UnknownEventType
 
 __all__ = [
     "NOW",
+    "AfterCommitFailure",
     "FrozenClock",
     "Harness",
     "InfrastructurePaused",

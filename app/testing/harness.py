@@ -32,6 +32,7 @@ from app.failure_detail import FailureDetail, FailureDetailPolicy
 from app.handler_modules import check_specs, import_handler_modules, imported_by, listed
 from app.outbox.message import Message, message_of
 from app.outbox.status import RECORD_AGGREGATE_TYPE
+from app.pipeline.after_commit import AfterCommitFailure
 from app.pipeline.outcomes import Outcome
 from app.pipeline.pause import Backoff
 from app.pipeline.processor import BatchProcessor
@@ -93,7 +94,10 @@ class Harness:
     misspelling), and ``InfrastructurePaused`` where a worker would pause and retry in
     place (after ``PAUSES_BEFORE_RAISING`` pauses, the failure its cause); ``retry``
     delivers the retry records the failures wrote, as their tier would; ``rows``,
-    ``emitted``, ``records`` and ``dead_letters`` read what was committed. Use it as
+    ``emitted``, ``records`` and ``dead_letters`` read what was committed;
+    ``after_commit_failures`` lists each after-commit callback that raised or overran
+    (``AfterCommitFailure``: consumer, callback, error), which a worker only logs, the
+    transaction committed and the outcome ``applied``. Use it as
     ``async with Harness("revenue") as h: ...``.
     """
 
@@ -144,6 +148,8 @@ class Harness:
         self._processor: BatchProcessor | None = None
         self._delivered: set[int] = set()  # outbox ids of retry records delivered already
         self._pauses = 0  # infrastructure pauses in the current send or retry
+        # What a worker only logs: each after-commit callback that raised or overran.
+        self.after_commit_failures: list[AfterCommitFailure] = []
 
     async def __aenter__(self) -> Harness:
         return await self.start()
@@ -251,6 +257,7 @@ class Harness:
             "policy": self.policy,
             "backoff": TINY_BACKOFF,
             "on_pause": self._paused,
+            "on_after_commit_failure": self.after_commit_failures.append,
             "concurrent_consumers": dialect_name(self.database_url) != "sqlite",
         }
         options.update(overrides)

@@ -13,11 +13,15 @@ handler's stack trace is logged and carried by its DLT record (``failure_detail`
 of them passed). ``handler_timeout=0`` is no limit, as ``HANDLER_TIMEOUT_SECONDS=0`` is a
 worker's (before, every handler that awaited was cut off at once). ``ctx.after_commit``
 given a coroutine (the call, not the function) is the handler's failure, saying so,
-rather than a log line after the commit.
+rather than a log line after the commit. An after-commit callback that raises is listed
+in ``after_commit_failures`` (consumer, callback, exception), the event applied and the
+callbacks after it run (before, a worker's log line was all there was, and a test could
+not assert on it).
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Iterator
 from itertools import count
@@ -66,6 +70,15 @@ async def paid(event: Envelope[OrderPaid], ctx: HandlerContext) -> None:
             pass
 
         ctx.after_commit(notify())
+    if event.event_id == "notifies":
+        async def mail_down() -> None:
+            raise ConnectionRefusedError("smtp: connection refused")
+
+        ctx.after_commit(mail_down)
+        ctx.after_commit(lambda: SENT.append(event.event_id))
+
+
+SENT: list[str] = []
 """
 
 PAID = {"orderId": "o-1", "userId": "u-1", "amount": "5.00", "paidAt": "2024-05-01T12:00:00Z"}
@@ -158,6 +171,23 @@ async def test_after_commit_given_a_call_fails_the_handler_saying_so(package: st
 
     assert outcome.kind == Kind.RETRIED
     assert "pass the function, not its call" in (outcome.error or "")
+
+
+async def test_an_after_commit_callback_that_raises_is_listed_and_the_rest_run(
+    package: str,
+) -> None:
+    async with Harness(package) as h:
+        orders = f"{package}-orders"
+        [outcome] = await h.send(
+            event("OrderPaid", "o-1", 1, PAID, event_id="notifies"), consumer=orders
+        )
+
+    assert outcome.kind == Kind.APPLIED, outcome
+    [failure] = h.after_commit_failures
+    assert failure.consumer == orders
+    assert failure.callback.endswith("mail_down")
+    assert isinstance(failure.error, ConnectionRefusedError)
+    assert importlib.import_module(package).SENT == ["notifies"]
 
 
 async def test_a_handler_timeout_of_0_is_no_limit(package: str) -> None:
