@@ -314,9 +314,10 @@ def relay_batch(rows: int) -> None:
     RELAY_BATCHES.inc()
 
 
-def relay_published(latencies: Sequence[float]) -> None:
-    """Rows marked published, each ``latency`` seconds after it was written."""
-    RELAY_PUBLISHED.inc(len(latencies))
+def relay_published(rows: int, latencies: Sequence[float]) -> None:
+    """``rows`` rows marked published; ``latencies``: seconds after it was written, of each
+    whose write time is known."""
+    RELAY_PUBLISHED.inc(rows)
     for latency in latencies:
         RELAY_PUBLISH_LATENCY.observe(max(0.0, latency))
 

@@ -460,3 +460,13 @@ def _leave_out(dialect: str, aggregates: Sequence[Aggregate]) -> list[ColumnElem
 def aware(moment: datetime) -> datetime:
     """A stored time as an aware UTC datetime (SQLite and MySQL keep no zone; we write UTC)."""
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+# A ``created_at`` before this is a producer's zero value (Go's ``time.Time{}``, year 1;
+# Java's ``new Timestamp(0)``, 1970), not when the row was written.
+WRITTEN_SINCE = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def is_write_time(moment: datetime) -> bool:
+    """Whether an aware ``created_at`` can be when its row was written (``WRITTEN_SINCE``)."""
+    return moment >= WRITTEN_SINCE

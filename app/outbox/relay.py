@@ -71,7 +71,14 @@ from app.db.said import driver_said, remedy
 from app.outbox import settle
 from app.outbox.broker import MAX_RECORD_BYTES, breaks_sequence, denial, is_row_fault
 from app.outbox.by_status import topics_waited_for
-from app.outbox.claim import Aggregate, Floor, aware, lock_claimable, mark_processing
+from app.outbox.claim import (
+    Aggregate,
+    Floor,
+    aware,
+    is_write_time,
+    lock_claimable,
+    mark_processing,
+)
 from app.outbox.lease import Lease
 from app.outbox.message import BadRow, Message, message_of, shortened
 from app.outbox.topics import TopicMaker
@@ -244,6 +251,7 @@ class Relay:
         self._unanswered: dict[int, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self._floor = Floor()
         self.published = 0  # rows this relay marked PUBLISHED
+        self._zero_time_said = False  # a producer's zero created_at, warned of once
         # When the last claim-publish-settle cycle ended (monotonic), empty ones included.
         self.last_cycle_at = time.monotonic()
 
@@ -841,9 +849,7 @@ class Relay:
             )
             return
         self.published += marked
-        metrics.relay_published(
-            [(now - aware(row["created_at"])).total_seconds() for row in cycle.published]
-        )
+        self._latencies(cycle.published, now)
         by_error: dict[str, list[int]] = {}
         for failure in cycle.failed:
             by_error.setdefault(failure.error, []).append(failure.id)
@@ -862,6 +868,25 @@ class Relay:
                 len(dead),
                 self.config.max_attempts,
                 ", ".join(map(str, dead[:20])),
+            )
+
+    def _latencies(self, rows: Sequence[Mapping[str, Any]], now: datetime) -> None:
+        """Observe each published row's time from ``created_at``; a producer's zero value is
+        no write time (its latency would be two thousand years): left out, said once."""
+        created = [(row["id"], aware(row["created_at"])) for row in rows]
+        metrics.relay_published(
+            len(created),
+            [(now - moment).total_seconds() for _, moment in created if is_write_time(moment)],
+        )
+        zero = next(((i, moment) for i, moment in created if not is_write_time(moment)), None)
+        if zero is not None and not self._zero_time_said:
+            self._zero_time_said = True
+            log.warning(
+                "outbox row %s has created_at %s, a producer's zero value rather than when it "
+                "was written: rows like it are published, and left out of "
+                "effectively_once_outbox_publish_latency_seconds (said once)",
+                zero[0],
+                zero[1].isoformat(),
             )
 
     # --- waiting on infrastructure -------------------------------------------------------
