@@ -8,7 +8,7 @@ them, and exits 0. Prometheus metrics (``/metrics``) and readiness (``/ready``,
 setting it cannot use (an invalid value, a busy metrics port, a broker that refuses an
 idempotent producer, a database that refuses the TLS its URL asks for) is one line on
 stderr and exit code 2; an unreachable database or broker is waited for, one log line
-per attempt (``/ready`` says so once no cycle ended for ``RELAY_STALL_SECONDS``).
+per attempt (``/ready``'s ``database`` or ``broker`` check says so at once).
 """
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ def relay() -> None:
 
 
 async def _run(settings: Settings) -> int:
+    from app.kafka_clients import BrokerCheck, KafkaClients
+    from app.monitoring import readiness
+    from app.monitoring.check_engine import CheckEngine
     from app.outbox.relay_web import RelayPort
     from app.outbox.runner import RelayRunner
 
@@ -66,6 +69,15 @@ async def _run(settings: Settings) -> int:
             )
     runner = RelayRunner(settings)
     port.health = runner.health
+    database = CheckEngine(settings.database_url, settings.db_timeouts)
+    broker = BrokerCheck(KafkaClients.from_settings(settings))
+
+    async def needs() -> list[readiness.Check]:
+        return list(
+            await asyncio.gather(readiness.database(database.engine), readiness.broker(broker))
+        )
+
+    port.also = needs
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, runner.relay.stop)
@@ -73,6 +85,8 @@ async def _run(settings: Settings) -> int:
     await runner.wait()
     await runner.stop()
     await port.stop()
+    broker.close()
+    await database.dispose()
     return 2 if runner.failure is not None else 0
 
 

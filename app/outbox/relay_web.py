@@ -1,16 +1,17 @@
 """The standalone relay's port (``RELAY_METRICS_PORT``): ``/metrics`` and ``/ready``.
 
-``/ready`` answers as the ``relay`` check of a worker's ``/ready`` does
-(``RelayRunner.health``): 200 while the relay runs and its cycles end; 503, with why,
-when a setting or ACL of the broker refuses it, a topic its rows need is missing, or
-no cycle ended for ``RELAY_STALL_SECONDS`` (a database or broker out of reach, a cycle
-that hangs). The body is the worker's: ``status``, ``failed``, ``checks``. The port is
-taken before the relay starts, so a busy one stops the start with nothing opened.
+``/ready`` has the ``relay`` check of a worker's ``/ready`` (``RelayRunner.health``):
+red, with why, when a setting or ACL of the broker refuses it, a topic its rows need is
+missing, or no cycle ended for ``RELAY_STALL_SECONDS`` (a cycle that hangs). Beside it,
+the worker's ``database`` and ``broker`` checks (``also``), so that a database or broker
+out of reach is red at once, whether or not rows wait. The body is the worker's:
+``status``, ``failed``, ``checks``. The port is taken before the relay starts, so a busy
+one stops the start with nothing opened.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -24,10 +25,12 @@ def _starting() -> readiness.Check:
 
 
 class RelayPort:
-    """``/metrics`` and ``/ready`` on one port; ``/ready`` asks ``health`` once it is set."""
+    """``/metrics`` and ``/ready`` on one port; ``/ready`` asks ``health`` once it is set,
+    and ``also`` (the checks of what the relay needs) at each request."""
 
     def __init__(self) -> None:
         self.health: Callable[[], readiness.Check] = _starting
+        self.also: Callable[[], Awaitable[Sequence[readiness.Check]]] | None = None
         self._runner: web.AppRunner | None = None
 
     async def start(self, port: int, host: str = "0.0.0.0") -> None:
@@ -56,5 +59,6 @@ class RelayPort:
         )
 
     async def _ready(self, _request: web.Request) -> web.Response:
-        report = readiness.Readiness((self.health(),))
+        more = await self.also() if self.also is not None else ()
+        report = readiness.Readiness((self.health(), *more))
         return web.json_response(report.body(), status=200 if report.ok else 503)

@@ -18,13 +18,11 @@ import faust
 from aiokafka import TopicPartition as KafkaPartition
 from faust.types import TP
 from faust.web import Request, Response, View
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
-from app.db.engine import create_engine, dispose
-from app.db.timeouts import DbTimeouts
 from app.kafka_clients import BrokerCheck, KafkaClients
 from app.monitoring import readiness
+from app.monitoring.check_engine import CheckEngine
 from app.monitoring.parked import keep_sampling
 from app.monitoring.progress import Progress, TopicPartition
 from app.monitoring.watch import Watch, keep_watching
@@ -82,25 +80,6 @@ class FaustPartitions:
         return offset if isinstance(offset, int) else None
 
 
-class _Database:
-    """A one-connection engine of its own, so a busy pipeline pool cannot fail ``/ready``."""
-
-    def __init__(self, url: str, timeouts: DbTimeouts) -> None:
-        self._url = url
-        self._timeouts = timeouts
-        self._engine: AsyncEngine | None = None
-
-    @property
-    def engine(self) -> AsyncEngine:
-        if self._engine is None:
-            self._engine = create_engine(self._url, pool_size=1, timeouts=self._timeouts)
-        return self._engine
-
-    async def dispose(self) -> None:
-        if self._engine is not None:
-            await dispose(self._engine)
-
-
 def add_observability(
     app: faust.App,
     settings: Settings,
@@ -115,7 +94,7 @@ def add_observability(
     ``relay_health`` is the in-worker relay's check (None while it does not run);
     ``start_health`` says whether the worker's start (migrations, connections) is done."""
     progress = Progress()
-    database = _Database(settings.database_url, settings.db_timeouts)
+    database = CheckEngine(settings.database_url, settings.db_timeouts)
     partitions = FaustPartitions(app)
     broker_check = BrokerCheck(clients, partitions.topics)
     tiers = StrandedTiers(clients, settings)

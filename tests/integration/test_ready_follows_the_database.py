@@ -1,8 +1,8 @@
 """/ready follows the database; /health only says the process is alive.
 
 Contract: a worker answers ``/ready`` with 200 once its database answers and its
-partitions are assigned. When the database goes away (here: dropped with its
-connections under the worker's feet) ``/ready`` answers 503 within seconds, with
+partitions are assigned. When the database goes away (here: its connections cut and new
+ones refused, its data kept, as in an outage) ``/ready`` answers 503 within seconds, with
 a JSON body that names ``database`` as the failed check and the others as passing
 (``progress`` too: nothing waits), while ``/health`` still answers 200. When the
 database is back, ``/ready`` is 200 again, without a restart. A worker whose
@@ -60,16 +60,20 @@ async def test_ready_is_503_while_the_database_is_gone_and_200_when_it_is_back(
     }
     assert await get_json(worker, "/health") == (200, {"status": "alive"})
 
-    await on_postgres_server(f'DROP DATABASE "{name}" WITH (FORCE)')
+    await on_postgres_server(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+    await on_postgres_server(
+        f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+    )
     body = await readiness_is(worker, 503, within=15)
     assert body["status"] == "not ready"
     assert body["failed"] == ["database"]
     assert body["checks"]["broker"]["ok"] and body["checks"]["partitions"]["ok"]
     assert body["checks"]["progress"]["ok"]  # nothing waits: no stall
-    assert name in body["checks"]["database"]["detail"]  # "database ... does not exist"
+    # 'database "..." is not currently accepting connections'
+    assert name in body["checks"]["database"]["detail"]
     assert (await get_json(worker, "/health"))[0] == 200
 
-    await on_postgres_server(f'CREATE DATABASE "{name}"')
+    await on_postgres_server(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
     body = await readiness_is(worker, 200, within=15)
     assert body["checks"]["database"]["ok"]
     assert worker.alive
