@@ -31,8 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from app import metrics
 from app.db.engine import session_factory
 from app.db.tables import consumed_event, failed_event, outbox_event
-from app.outbox.claim import aware
 from app.outbox.status import OutboxStatus
+from app.outbox.written import aware
 from app.settings import Settings
 from dlq.dead import FailureStatus
 

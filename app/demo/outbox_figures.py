@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from app.db.engine import create_engine
 from app.db.tables import outbox_event as t
-from app.outbox.claim import aware
+from app.outbox.written import aware
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.tables import outbox_event
-from app.outbox.claim import aware
 from app.outbox.status import OutboxStatus
+from app.outbox.written import write_time, written_at
 from app.scrub import said, scrub
 
 CHECK_TIMEOUT_SECONDS = 1.0
@@ -124,7 +124,7 @@ async def outbox(engine: AsyncEngine, limit: float, within: float = CHECK_TIMEOU
     t = outbox_event
     now = datetime.now(UTC)
     oldest = (
-        select(t.c.created_at)
+        select(written_at(t))
         .where(
             t.c.status == OutboxStatus.PENDING.value,
             or_(t.c.next_retry_at.is_(None), t.c.next_retry_at <= now),
@@ -134,12 +134,12 @@ async def outbox(engine: AsyncEngine, limit: float, within: float = CHECK_TIMEOU
     )
     try:
         async with asyncio.timeout(within), engine.connect() as conn:
-            created = await conn.scalar(oldest)
+            created = write_time(await conn.scalar(oldest))
     except Exception as exc:
         return Check("outbox", False, f"cannot read the outbox: {said(exc)}")
     if created is None:
         return Check("outbox", True, "no row waits for a relay")
-    age = (now - aware(created)).total_seconds()
+    age = (now - created).total_seconds()
     if age > limit:
         return Check(
             "outbox",

@@ -291,7 +291,7 @@ class KafkaBroker:
         answer = await client.send(client.get_random_node(), request)
         return unknown_topics(answer, topics)
 
-    async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
+    async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime | None]]) -> set[int]:
         """Of ``wanted`` (row id -> record, row's ``created_at``), the rows whose record is on
         its topic already (``app.outbox.recovered``)."""
         # Where a record may be comes from the producer's metadata, which holds only the

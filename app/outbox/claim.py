@@ -49,7 +49,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, ClassVar, NamedTuple
 
 from sqlalchemy import (
@@ -72,6 +72,7 @@ from app.db.dialect import backend, list_size, one_of
 from app.db.tables import outbox_event as t
 from app.outbox.by_status import status_in
 from app.outbox.status import UNPUBLISHED, OutboxStatus
+from app.outbox.written import aware
 
 Aggregate = tuple[str, str]
 # Scanning stops after this many pages of unpublished rows, and later pages leave out at
@@ -455,18 +456,3 @@ def _leave_out(dialect: str, aggregates: Sequence[Aggregate]) -> list[ColumnElem
         not_(and_(t.c.aggregate_type == agg_type, one_of(dialect, t.c.aggregate_id, ids)))
         for agg_type, ids in ids_by_type.items()
     ]
-
-
-def aware(moment: datetime) -> datetime:
-    """A stored time as an aware UTC datetime (SQLite and MySQL keep no zone; we write UTC)."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-# A ``created_at`` before this is a producer's zero value (Go's ``time.Time{}``, year 1;
-# Java's ``new Timestamp(0)``, 1970), not when the row was written.
-WRITTEN_SINCE = datetime(2000, 1, 1, tzinfo=UTC)
-
-
-def is_write_time(moment: datetime) -> bool:
-    """Whether an aware ``created_at`` can be when its row was written (``WRITTEN_SINCE``)."""
-    return moment >= WRITTEN_SINCE

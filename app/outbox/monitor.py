@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import case, func, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics
 from app.db.tables import outbox_event as t
 from app.monitoring import sampling
 from app.outbox.by_status import status_in
-from app.outbox.claim import WRITTEN_SINCE, aware
 from app.outbox.status import RECORD_AGGREGATE_TYPE, UNPUBLISHED, OutboxStatus
+from app.outbox.written import aware, written_at
 
 SAMPLE_INTERVAL_SECONDS = 10.0
 
@@ -32,10 +32,8 @@ async def sample_outbox(
     """Rows per status (not ``PUBLISHED``), the oldest unpublished row's age in seconds, and
     how many of the dead rows are the worker's own retry and dead-letter records."""
     watched = [*UNPUBLISHED, OutboxStatus.DEAD]
-    written = (t.c.created_at >= WRITTEN_SINCE, t.c.created_at)
     query = (
-        # A producer's zero created_at (year 1) is no age: the oldest of the others.
-        select(t.c.status, func.count(), func.min(case(written, else_=None)))
+        select(t.c.status, func.count(), func.min(written_at(t)))
         .where(status_in(*watched))
         .group_by(t.c.status)
     )

@@ -6,8 +6,9 @@ or after the broker acknowledged the record and before it marked the row
 ``PUBLISHED``; only the topic can tell. Before such a row is sent again, the relay
 reads the row's partition (every partition for a record without a key) from the
 row's ``created_at`` (a record is never older than its row; ``CLOCK_SKEW`` allowed
-for) to the partition's end, and a row whose record is there byte for byte (key,
-value and headers) is marked ``PUBLISHED`` without a second copy.
+for; from the partition's start for a producer's zero ``created_at``) to its end, and a
+row whose record is there byte for byte (key, value and headers) is marked
+``PUBLISHED`` without a second copy.
 
 Bounded: at most the last ``MAX_RECORDS`` records of a partition are read, within
 ``SEARCH_SECONDS``; a record older than that window, or a search that runs out of
@@ -51,17 +52,20 @@ def fingerprint(key: bytes | None, value: bytes | None, headers: Any) -> Fingerp
 
 async def already_sent(
     clients: KafkaClients,
-    wanted: Mapping[int, tuple[Message, datetime]],
+    wanted: Mapping[int, tuple[Message, datetime | None]],
     partitions_of: Callable[[Message], Sequence[int]],
 ) -> set[int]:
-    """Of ``wanted`` (row id -> its record and the row's ``created_at``), the rows whose
+    """Of ``wanted`` (row id -> its record and the row's ``created_at``, None for a
+    producer's zero value: ``app.outbox.written``), the rows whose
     record is on its topic already. ``partitions_of`` gives where a record may be
     (``PartitionsUnknown`` when it knows none: the caller asks again later); the reading
     consumer is one of ``clients`` (the relay's connection settings)."""
     looking: dict[TopicPartition, dict[Fingerprint, list[int]]] = {}
     since: dict[TopicPartition, int] = {}
     for row_id, (message, created) in wanted.items():
-        ms = int((created - CLOCK_SKEW).timestamp() * 1000)
+        # No write time (a producer's zero created_at): from the partition's start, as far
+        # as MAX_RECORDS reach. A time before 1970 is none the broker can seek to.
+        ms = 0 if created is None else max(0, int((created - CLOCK_SKEW).timestamp() * 1000))
         mark = fingerprint(message.key, message.value, message.headers)
         partitions = partitions_of(message)
         if not partitions:  # looking nowhere would find nothing, and send a second copy

@@ -71,17 +71,11 @@ from app.db.said import driver_said, remedy
 from app.outbox import settle
 from app.outbox.broker import MAX_RECORD_BYTES, breaks_sequence, denial, is_row_fault
 from app.outbox.by_status import topics_waited_for
-from app.outbox.claim import (
-    Aggregate,
-    Floor,
-    aware,
-    is_write_time,
-    lock_claimable,
-    mark_processing,
-)
+from app.outbox.claim import Aggregate, Floor, lock_claimable, mark_processing
 from app.outbox.lease import Lease
 from app.outbox.message import BadRow, Message, message_of, shortened
 from app.outbox.topics import TopicMaker
+from app.outbox.written import write_time
 from app.pipeline.classify import is_infrastructure
 from app.pipeline.pause import Backoff, OnPause
 from app.pipeline.together import CutShort, abandon, unless_cut
@@ -113,7 +107,7 @@ class Broker(Protocol):
         acknowledgement (or refusal), or the error that kept it from being queued."""
         ...
 
-    async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime]]) -> set[int]:
+    async def already_sent(self, wanted: Mapping[int, tuple[Message, datetime | None]]) -> set[int]:
         """Of ``wanted`` (row id -> record, row's ``created_at``), the rows whose record is on
         its topic already (rows a dead relay held: ``app.outbox.recovered``)."""
         ...
@@ -628,7 +622,7 @@ class Relay:
         """Rows taken over from a dead relay's lease whose record is on the topic already are
         published: marked so, not sent a second time."""
         wanted = {
-            row_id: (message, aware(row["created_at"]))
+            row_id: (message, write_time(row["created_at"]))
             for row_id, (row, message) in pending.items()
             if row.get("recovered")
         }
@@ -873,20 +867,18 @@ class Relay:
     def _latencies(self, rows: Sequence[Mapping[str, Any]], now: datetime) -> None:
         """Observe each published row's time from ``created_at``; a producer's zero value is
         no write time (its latency would be two thousand years): left out, said once."""
-        created = [(row["id"], aware(row["created_at"])) for row in rows]
+        written = [(row["id"], row["created_at"], write_time(row["created_at"])) for row in rows]
         metrics.relay_published(
-            len(created),
-            [(now - moment).total_seconds() for _, moment in created if is_write_time(moment)],
+            len(written), [(now - moment).total_seconds() for *_, moment in written if moment]
         )
-        zero = next(((i, moment) for i, moment in created if not is_write_time(moment)), None)
+        zero = next(((i, stored) for i, stored, moment in written if moment is None), None)
         if zero is not None and not self._zero_time_said:
             self._zero_time_said = True
             log.warning(
                 "outbox row %s has created_at %s, a producer's zero value rather than when it "
                 "was written: rows like it are published, and left out of "
                 "effectively_once_outbox_publish_latency_seconds (said once)",
-                zero[0],
-                zero[1].isoformat(),
+                *zero,
             )
 
     # --- waiting on infrastructure -------------------------------------------------------

@@ -81,12 +81,14 @@ async def _run(settings: Settings) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, runner.relay.stop)
-    runner.start()
-    await runner.wait()
-    await runner.stop()
-    await port.stop()
-    broker.close()
-    await database.dispose()
+    try:
+        runner.start()
+        await runner.wait()
+        await runner.stop()
+    finally:
+        await port.stop()
+        broker.close()
+        await database.dispose()
     return 2 if runner.failure is not None else 0
 
 

@@ -52,7 +52,7 @@ async def run_after_commit(
         except (Exception, SystemExit, KeyboardInterrupt) as exc:
             name = _name(callback)
             if report is not None:
-                report(AfterCommitFailure(ctx.consumer, name, exc))
+                _report(report, AfterCommitFailure(ctx.consumer, name, exc))
             if isinstance(exc, TimeoutError) and window.expired():
                 log.error(
                     "%s: after-commit callback %s did not finish within %gs and was "
@@ -72,6 +72,15 @@ async def run_after_commit(
                 ctx.consumer,
                 text.line,
             )
+
+
+def _report(report: Report, failure: AfterCommitFailure) -> None:
+    """Hand ``failure`` to ``report``; a report that fails is logged, not raised: the
+    batch is committed, and its other callbacks still run."""
+    try:
+        report(failure)
+    except Exception:
+        log.exception("%s: reporting a failed after-commit callback failed", failure.consumer)
 
 
 def _name(callback: Callable[[], object]) -> str:

@@ -6,6 +6,10 @@ first work), finds a record already on its topic: it learns the topic's partitio
 before it looks. Before, its producer knew no partition of a topic it had not sent
 to, the search looked in none, and the row was published a second time (the
 cluster soak's extra DLT copies, each taken over within seconds of a relay's start).
+A row whose ``created_at`` is a producer's zero value (None: Go's year 1; or Java's epoch,
+a time before 1970 less the clock skew allowed) is looked for from the partition's start
+and found (before, year 1 raised ``OverflowError`` and 1970 a negative time aiokafka
+refuses, retried in place for ever: the relay's cycle never ended).
 """
 
 from __future__ import annotations
@@ -42,3 +46,18 @@ async def test_a_fresh_relay_finds_the_dead_relays_record(topic: OrderTopic) -> 
         assert await fresh.already_sent({8: (other, created)}) == set()
     finally:
         await fresh.stop()
+
+
+@pytest.mark.parametrize("created", [None, datetime(1970, 1, 1, tzinfo=UTC)])
+async def test_a_row_with_a_zero_created_at_is_looked_for_from_the_start(
+    topic: OrderTopic, created: datetime | None
+) -> None:
+    stream = topic.stream
+    message = Message(stream.topic, b"customer-00042", b"go-zero", (("id", b"e-1"),))
+    broker = KafkaBroker(KafkaClients(stream.broker_url), idempotent=relay_idempotent())
+    await broker.start()
+    try:
+        await (await broker.send(message))
+        assert await broker.already_sent({3: (message, created)}) == {3}
+    finally:
+        await broker.stop()

@@ -61,19 +61,20 @@ async def test_ready_is_503_while_the_database_is_gone_and_200_when_it_is_back(
     assert await get_json(worker, "/health") == (200, {"status": "alive"})
 
     await on_postgres_server(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
-    await on_postgres_server(
-        f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
-    )
-    body = await readiness_is(worker, 503, within=15)
-    assert body["status"] == "not ready"
-    assert body["failed"] == ["database"]
-    assert body["checks"]["broker"]["ok"] and body["checks"]["partitions"]["ok"]
-    assert body["checks"]["progress"]["ok"]  # nothing waits: no stall
-    # 'database "..." is not currently accepting connections'
-    assert name in body["checks"]["database"]["detail"]
-    assert (await get_json(worker, "/health"))[0] == 200
-
-    await on_postgres_server(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    try:
+        await on_postgres_server(
+            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+        )
+        body = await readiness_is(worker, 503, within=15)
+        assert body["status"] == "not ready"
+        assert body["failed"] == ["database"]
+        assert body["checks"]["broker"]["ok"] and body["checks"]["partitions"]["ok"]
+        assert body["checks"]["progress"]["ok"]  # nothing waits: no stall
+        # 'database "..." is not currently accepting connections'
+        assert name in body["checks"]["database"]["detail"]
+        assert (await get_json(worker, "/health"))[0] == 200
+    finally:
+        await on_postgres_server(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
     body = await readiness_is(worker, 200, within=15)
     assert body["checks"]["database"]["ok"]
     assert worker.alive
