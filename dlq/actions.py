@@ -14,10 +14,13 @@ what is needed:
   them for (``--for-consumer``): poison is no consumer's. A poison record whose
   envelope could be read (eventId, aggregate, version) blocks its aggregate for
   every consumer; skipping it for a consumer lets that consumer take its version
-  (its payload is never validated then). Poison without a readable envelope has
-  no version to take and holds back no aggregate: its skip publishes nothing and
-  marks its row ``skipped`` with the operator's decision (``settle``), so that it
-  leaves the dead rows an operator still has to decide on.
+  (its payload is never validated then). Poison whose envelope cannot be read but
+  whose headers name its aggregate and version (an eventId that is no id) blocks it
+  too: its skip for a consumer publishes a skip record of that version
+  (``dlq.skip_record``, as ``release`` does). Poison that names no version holds
+  back no aggregate: its skip publishes nothing and marks its row ``skipped`` with the
+  operator's decision (``settle``), so that it leaves the dead rows an operator still
+  has to decide on.
 
 The poison's own row (consumer ``''``) goes ``skip-requested`` when its skip is
 published and ``skipped`` once a consumer named took it (the worker settles it,
@@ -33,6 +36,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
@@ -40,6 +44,7 @@ from app.outbox.broker import denial
 from dlq.dead import SETTLED, FailureKey, FailureState, FailureStatus
 from dlq.records import OutRecord, replay_record
 from dlq.selection import Entry, split_copies
+from dlq.skip_record import Aggregate, Release, skip_record
 
 IN_FLIGHT = frozenset({FailureStatus.RETRYING})
 
@@ -96,7 +101,7 @@ def plan(
     for entry in newest:
         poison = entry.dead.is_poison
         skips_poison = action is Action.SKIP and poison
-        if skips_poison and not entry.dead.has_envelope:
+        if skips_poison and not entry.dead.has_envelope and not entry.dead.holds_a_version:
             settled = entry.status in SETTLED and not force
             (left if settled else settle).append(entry)
         elif skips_poison and not for_consumers:
@@ -173,6 +178,7 @@ class Executor:
     # The deployment whose consumers its records are for; None: each record's own.
     app_id: str | None = None
     clock: Callable[[], float] = time.monotonic
+    now: Callable[[], datetime] = lambda: datetime.now(UTC)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     _decided: set[FailureKey] = field(default_factory=set, init=False, repr=False)
 
@@ -205,6 +211,8 @@ class Executor:
         seen = entry.state.status
         if self.action is Action.SKIP and dead.is_poison and seen == FailureStatus.SKIPPED:
             status = seen
+        if self._gives_up(entry):  # no worker settles a skip record's poison: settled here
+            status = FailureStatus.SKIPPED
         unchanged = seen == FailureStatus.UNKNOWN or (seen in SETTLED and status != seen)
         key = None if unchanged else dead.failure_key
         if key in self._decided:
@@ -213,8 +221,7 @@ class Executor:
             key, entry.state, status, self.by, self.note
         ):
             raise _NotDone(f"its status changed from {seen} meanwhile; list it again")
-        skip = self.action is Action.SKIP
-        out = replay_record(dead.record, skip, entry.consumer, self.app_id or dead.app_id)
+        out = self._record(entry)
         try:
             sent = await self.sender.send(out, dead.original_partition)
         except Exception as exc:  # this record failed; the run goes on with the next
@@ -227,6 +234,34 @@ class Executor:
         if dead.unpublished is not None:
             await self.decisions.forget(dead.unpublished.outbox_id)
         return sent
+
+    def _record(self, entry: Entry) -> OutRecord:
+        """What goes out: the record's own bytes (a replay, or a skip its consumer reads
+        from them); a skip record of its version for poison whose envelope cannot be read
+        but whose headers name its aggregate and version (``dlq.skip_record``)."""
+        dead, app_id = entry.dead, self.app_id or entry.dead.app_id
+        if self._gives_up(entry) and entry.consumer and dead.aggregate_version is not None:
+            where = Aggregate(
+                entry.consumer,
+                dead.aggregate_type or "",
+                dead.aggregate_id or "",
+                dead.original_topic,
+                dead.original_partition or 0,
+                dead.record.key,
+            )
+            version, release = dead.aggregate_version, Release(self.by, self.note)
+            return skip_record(where, version, self.now(), release, app_id)
+        return replay_record(dead.record, self.action is Action.SKIP, entry.consumer, app_id)
+
+    def _gives_up(self, entry: Entry) -> bool:
+        """A skip of poison its consumer cannot read, that holds a version back."""
+        dead = entry.dead
+        return (
+            self.action is Action.SKIP
+            and dead.is_poison
+            and not dead.has_envelope
+            and dead.holds_a_version
+        )
 
 
 async def settle(

@@ -303,6 +303,16 @@ def _explain(todo: Plan, decision: Decision, target: Target, out: Console) -> No
             f"to skip {dead.position}: poison ({dead.reason}) with no readable envelope: "
             "nothing to deliver, no version held back; its row is marked skipped"
         )
+    if decision.action is Action.SKIP:
+        for entry in todo.act:
+            dead = entry.dead
+            if dead.is_poison and not dead.has_envelope and dead.holds_a_version:
+                out.print(
+                    f"note {dead.position}: poison ({dead.reason}) with no readable envelope, "
+                    f"holding version {dead.aggregate_version} of {dead.aggregate_type}:"
+                    f"{dead.aggregate_id}: a skip record of that version goes to "
+                    f"{entry.consumer} (as release publishes)"
+                )
     if decision.action is Action.REPLAY:
         for entry in todo.act:
             dead = entry.dead

@@ -152,6 +152,14 @@ class DeadLetter:
         return bool(self.event_id and self.aggregate_type and self.aggregate_id)
 
     @property
+    def holds_a_version(self) -> bool:
+        """Its headers name its aggregate and version: a consumer's later versions of that
+        aggregate wait for it, whether or not its envelope could be read."""
+        return (
+            bool(self.aggregate_type and self.aggregate_id) and self.aggregate_version is not None
+        )
+
+    @property
     def failure_key(self) -> FailureKey | None:
         """The ``failed_event`` row this record belongs to (None: provenance headers missing)."""
         topic, partition, offset = (

@@ -22,19 +22,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import orjson
 from rich.console import Console
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.tables import aggregate_version, parked_event
-from dlq import headers as h
 from dlq.blocking import open_failures
 from dlq.broker import replayer
 from dlq.commands import Target
 from dlq.errors import CommandError, NothingMatched
-from dlq.given_up import GIVEN_UP, given_up_id
 from dlq.records import OutRecord
+from dlq.skip_record import Aggregate, Release
+from dlq.skip_record import skip_record as given_up
 from dlq.status import failure_store
 
 
@@ -97,43 +96,15 @@ async def find_gap(
     return Gap(consumer, aggregate_type, aggregate_id, last, version, parked, topic, partition, key)
 
 
-@dataclass(frozen=True, slots=True)
-class Release:
-    """Who gives the versions up, and why: carried in each skip record's ``data``."""
-
-    by: str
-    why: str | None = None
-
-    def data(self) -> dict[str, str]:
-        """``{"givenUpBy": ..., "why": ...}`` (``why`` only when given)."""
-        return {"givenUpBy": self.by, **({"why": self.why} if self.why else {})}
-
-
 def skip_record(
     gap: Gap, version: int, now: datetime, release: Release, app_id: str | None = None
 ) -> OutRecord:
     """The record that makes ``gap.consumer`` (of the deployment ``app_id``) take ``version``
-    without a handler; its ``data`` says who gave the version up, and why."""
-    envelope = {
-        "eventId": given_up_id(gap.consumer, gap.aggregate_type, gap.aggregate_id, version),
-        "eventType": GIVEN_UP,
-        "eventVersion": 1,
-        "aggregateType": gap.aggregate_type,
-        "aggregateId": gap.aggregate_id,
-        "aggregateVersion": version,
-        "occurredAt": now.isoformat(),
-        "data": release.data(),
-    }
-    headers = (
-        # Where it goes, as every record aimed at one consumer says (``Trip.of`` takes a
-        # consumer or an action without it for a producer's header: poison).
-        (h.DLT_ORIGINAL_TOPIC, gap.topic.encode()),
-        (h.DLT_ORIGINAL_PARTITION, str(gap.partition).encode()),
-        (h.RETRY_CONSUMER_GROUP, gap.consumer.encode()),
-        (h.RETRY_ACTION, b"skip"),
-        *(((h.DLT_APP_ID, app_id.encode()),) if app_id else ()),
+    without a handler (``dlq.skip_record``)."""
+    where = Aggregate(
+        gap.consumer, gap.aggregate_type, gap.aggregate_id, gap.topic, gap.partition, gap.key
     )
-    return OutRecord(gap.topic, gap.key, orjson.dumps(envelope), headers)
+    return given_up(where, version, now, release, app_id)
 
 
 async def release(

@@ -858,7 +858,8 @@ class Relay:
         if dead:
             metrics.relay_dead(len(dead))
             log.error(
-                "%d outbox row(s) are DEAD after %d attempts (python -m app outbox list): %s",
+                "%d outbox row(s) are DEAD, after %d attempts or at the first for a row that "
+                "can never be a record (python -m app outbox list says why): %s",
                 len(dead),
                 self.config.max_attempts,
                 ", ".join(map(str, dead[:20])),

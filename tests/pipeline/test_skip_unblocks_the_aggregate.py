@@ -12,6 +12,12 @@ it (any number of times) or redelivering it runs no handler and leaves the row
 its own row (consumer ``''``) the same way: ``skip-requested`` (the operator's
 decision) becomes ``skipped``, the final status retention deletes in time, the
 decision kept; a poison row in any other status is a later decision and stays.
+Poison whose envelope cannot be read (an eventId that is a float) but whose dead-letter
+headers name its aggregate and version holds its successor back too: a skip of it for a
+consumer (``dlq skip --for-consumer``) publishes a skip record of that version, which the
+consumer takes, draining the successor, and the poison's row is ``skipped`` (before, the
+skip only marked the row and said it held nothing back: the successor stayed parked, and
+``release`` refused the failed version, with no way out).
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ from app.context import HandlerContext
 from app.errors import PermanentError
 from app.pipeline.outcomes import Kind
 from app.registry import Registry, handler
-from dlq.dead import FailureState, FailureStatus
-from dlq.records import replay_record
+from dlq.actions import Action, Executor, plan
+from dlq.dead import DeadLetter, FailureKey, FailureState, FailureStatus
+from dlq.records import OutRecord, replay_record
+from dlq.selection import Entry
 from dlq.status import FailureStore
 from dlq.topics import dlt_topic
 from schemas.envelope import Event
@@ -184,5 +192,64 @@ async def test_a_skip_takes_the_version_of_poison_whose_envelope_failed(
     outcomes = await make_processor().process([records.delivered(skip)])
 
     assert kinds(outcomes, "points") == [("e2", Kind.SKIPPED), ("e3", Kind.APPLIED)]
+    assert await db.version("points") == 3
+    assert await db.parked("notification") == ["e3"]  # skipped for points only
+
+
+class _Sender:
+    def __init__(self) -> None:
+        self.sent: list[OutRecord] = []
+
+    async def send(self, record: OutRecord, partition: int | None) -> tuple[int, int]:
+        self.sent.append(record)
+        return partition or 0, len(self.sent)
+
+
+class _Rows:
+    def __init__(self) -> None:
+        self.decided: list[tuple[FailureKey, str, str | None]] = []
+
+    async def decide(
+        self, key: FailureKey, seen: FailureState, status: str, by: str, note: str | None
+    ) -> bool:
+        self.decided.append((key, status, note))
+        return True
+
+    async def undo(self, key: FailureKey, seen: FailureState, status: str) -> bool:
+        return True
+
+    async def forget(self, outbox_id: int) -> None:
+        pass
+
+
+async def test_a_skip_of_unreadable_poison_that_names_its_version_takes_that_version(
+    make_processor: MakeProcessor,
+    registry: Registry,
+    records: Records,
+    db: Db,
+    outbox: Outbox,
+) -> None:
+    for consumer in ("points", "notification"):
+        handler("OrderPaid", consumer=consumer, registry=registry)(write_effect)
+    broken = envelope("e2", version=2)
+    broken["eventId"] = 600101.5  # a Java double: no id
+    poison = records.raw(orjson.dumps(broken), key=b"o-1")
+    await make_processor().process([records.event("e1", version=1)])
+    first = await make_processor().process([poison, records.event("e3", version=3)])
+    assert ("e3", Kind.PARKED) in kinds(first, "points")
+    [dead_record] = await outbox.to(dlt_topic(TOPIC))
+    dead = DeadLetter.of(records.delivered(dead_record))
+    assert dead.is_poison and not dead.has_envelope and dead.holds_a_version, dead
+
+    todo = plan([Entry(dead, FailureState("dead"))], Action.SKIP, for_consumers=["points"])
+    sender, rows = _Sender(), _Rows()
+    run = Executor(Action.SKIP, sender, rows, "ops", "float id")
+    summary = await run.run(todo.act, lambda *_: None)
+
+    assert not summary.errors and not todo.settle
+    [skip] = sender.sent
+    assert [status for _, status, _ in rows.decided] == [FailureStatus.SKIPPED]
+    outcomes = await make_processor().process([records.delivered(skip)])
+    assert kinds(outcomes, "points")[-1] == ("e3", Kind.APPLIED)
     assert await db.version("points") == 3
     assert await db.parked("notification") == ["e3"]  # skipped for points only
