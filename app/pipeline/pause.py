@@ -141,7 +141,8 @@ async def retry_in_place(
                 await sleep_while_held(delay, holds, partial(_lost, what), sleep)
         else:
             if attempt:
-                log.warning("%s recovered after %d paused attempt(s)", what, attempt)
+                # Done, not necessarily applied: an escalated batch routes the event it blames.
+                log.warning("%s done after %d paused attempt(s)", what, attempt)
             return result
 
 
