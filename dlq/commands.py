@@ -9,6 +9,7 @@ it selected.
 from __future__ import annotations
 
 import asyncio
+import difflib
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -229,7 +230,9 @@ async def _read(
     if not dead:
         if missing is not None and not letters:
             raise missing
-        said = _nothing(target, selection, len(found), bool(left_out))
+        said = _nothing(target, selection, len(found), bool(left_out)) + _nearest(
+            selection.consumer, {d.consumer for d in found if d.consumer}
+        )
         raise NothingMatched(f"{said}; {left_out}" if left_out else said)
     return dead, left_out
 
@@ -274,6 +277,14 @@ async def _reading(target: Target) -> AsyncIterator[None]:
         ) from None
     except KafkaError as exc:  # connected, then the broker went away or refused
         raise CommandError(f"reading {target.dlt} failed: {type(exc).__name__}: {exc}") from None
+
+
+def _nearest(consumer: str | None, named: set[str]) -> str:
+    """`` (did you mean 'x'?)`` for a ``--consumer`` close to one the records name."""
+    if consumer is None or consumer in named:
+        return ""
+    close = difflib.get_close_matches(consumer, sorted(named), n=1, cutoff=0.8)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _nothing(target: Target, selection: Selection, read: int, others_too: bool = False) -> str:

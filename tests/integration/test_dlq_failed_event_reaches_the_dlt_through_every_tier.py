@@ -8,7 +8,8 @@ headers and exactly the dead-letter headers (provenance, deployment, reason, exc
 and message, no stack trace under the default ``FAILURE_DETAIL``, attempts,
 failure times, event and aggregate, consumer). Its ``failed_event``
 row says ``dead`` after 3 attempts; the aggregate's next version waits
-(parked) and other aggregates apply. ``list --json`` and ``show`` report it.
+(parked) and other aggregates apply. ``list --json`` and ``show`` report it; ``list``
+with a ``--consumer`` one letter off the one that failed names it (did you mean).
 """
 
 from __future__ import annotations
@@ -159,6 +160,9 @@ async def test_main_then_each_tier_then_the_dlt_with_exact_headers(
     nothing = await dlq("list", "--consumer", "points-service")
     assert (nothing.code, nothing.out.strip()) == (1, "")
     assert "no record of" in nothing.err and len(nothing.err.splitlines()) == 1
+    assert "did you mean" not in nothing.err
+    typo = await dlq("list", "--consumer", PROBE[:-1])  # one letter short of the failed one
+    assert typo.code == 1 and f"(did you mean {PROBE!r}?)" in typo.err, typo.err
 
 
 _VARYING = (TRACE[0], h.DLT_FIRST_FAILURE_AT, h.DLT_LAST_FAILURE_AT)
