@@ -8,8 +8,9 @@ a statement sent into a silent database connection fails only at its deadline. S
 failure, logs one ERROR line naming it and why, counts a pause for it and holds
 ``effectively_once_paused`` at 1 (``app.monitoring.pauses``), adding the watch's seconds
 to its pause seconds while it lasts; every ``REMIND_EVERY_SECONDS`` it says again that
-the dependency is still down; once it answers, one line says after how long. Nothing
-else changes: batches pause and retry in place as they meet the outage.
+the dependency is still down; once it answers, one line says after how long, and the
+batches paused meanwhile try again at once rather than at the end of their back-off
+(``app.pipeline.wake``). Batches pause and retry in place as they meet the outage.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from app import metrics
 from app.monitoring import pauses
 from app.monitoring.readiness import Check
+from app.pipeline import wake
 
 log = logging.getLogger("effectively_once.watch")
 
@@ -57,6 +59,7 @@ class Watch:
                 )
                 self.down_since = None
                 pauses.answers(self.dependency)
+                wake.answered()  # the batches paused on it try again now
             self.answered_at = now
             return
         if self.down_since is None:

@@ -32,6 +32,7 @@ from typing import TypeVar
 
 from app.db.said import remedy
 from app.errors import BatchGivenUp
+from app.pipeline import wake
 from app.pipeline.classify import Fault, fault_of, is_infrastructure, signature
 from app.pipeline.together import CutShort, unless_cut
 
@@ -138,7 +139,8 @@ async def retry_in_place(
             if holds is None:
                 await sleep(delay)
             else:
-                await sleep_while_held(delay, holds, partial(_lost, what), sleep)
+                woken = partial(wake.since, wake.mark())
+                await sleep_while_held(delay, holds, partial(_lost, what), sleep, woken=woken)
         else:
             if attempt:
                 # Done, not necessarily applied: an escalated batch routes the event it blames.
@@ -188,16 +190,21 @@ def _lost_for(holds: Holds, seconds: float) -> Callable[[], bool]:
 
 
 async def sleep_while_held(
-    seconds: float, holds: Holds, given_up: Callable[[float], str], sleep: Sleep = asyncio.sleep
+    seconds: float,
+    holds: Holds,
+    given_up: Callable[[float], str],
+    sleep: Sleep = asyncio.sleep,
+    woken: Callable[[], bool] = lambda: False,
 ) -> None:
     """Sleep ``seconds``, asking ``holds()`` every ``CHECK_EVERY_SECONDS`` and once more at
-    the end; ``BatchGivenUp(given_up(seconds left))`` as soon as it is false."""
+    the end; ``BatchGivenUp(given_up(seconds left))`` as soon as it is false. Ends early
+    once ``woken()`` (a dependency answers again: ``app.pipeline.wake``)."""
     until = time.monotonic() + seconds
     while True:
         left = until - time.monotonic()
         if not holds():
             raise BatchGivenUp(given_up(max(left, 0.0)))
-        if left <= 0:
+        if left <= 0 or woken():
             return
         await sleep(min(left, CHECK_EVERY_SECONDS))
 
