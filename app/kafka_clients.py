@@ -218,8 +218,9 @@ class KafkaClients:
             cause is not None or isinstance(exc, ConnectionResetError)
         ):
             return False, (
-                "connection closed before any answer: does this listener speak "
-                f"{security.protocol}? (BROKER_SECURITY_PROTOCOL; a TLS or SASL listener "
+                "connection closed before any answer: the broker or something between "
+                f"(a proxy, a load balancer) cut it, or this listener does not speak "
+                f"{security.protocol} (BROKER_SECURITY_PROTOCOL; a TLS or SASL listener "
                 "closes a client that does not)"
             )
         return False, _text(exc)
