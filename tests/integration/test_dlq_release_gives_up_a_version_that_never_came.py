@@ -23,7 +23,7 @@ import pytest
 from app.db.engine import create_engine
 from app.db.tables import aggregate_version, parked_event
 from app.demo.envelopes import encode
-from dlq.gaps import GIVEN_UP
+from dlq.given_up import GIVEN_UP
 from tests.integration.support.dlq import (
     PROBE,
     PROBE_MODULES,
