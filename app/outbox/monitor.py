@@ -21,7 +21,7 @@ from app.db.tables import outbox_event as t
 from app.monitoring import sampling
 from app.outbox.by_status import status_in
 from app.outbox.status import RECORD_AGGREGATE_TYPE, UNPUBLISHED, OutboxStatus
-from app.outbox.written import aware, written_at
+from app.outbox.written import write_time, written_at
 
 SAMPLE_INTERVAL_SECONDS = 10.0
 
@@ -46,7 +46,9 @@ async def sample_outbox(
         # Asked only when some row is dead: while all is well the sample stays one query.
         dead = counts.get(OutboxStatus.DEAD.value)
         failure_records = int(await conn.scalar(ours) or 0) if dead else 0
-    oldest = [_moment(first) for status, _, first in rows if status in UNPUBLISHED and first]
+    # Text on SQLite; never before WRITTEN_SINCE (``written_at`` leaves such times out).
+    found = (write_time(first) for status, _, first in rows if status in UNPUBLISHED)
+    oldest = [moment for moment in found if moment is not None]
     age = max(0.0, (clock() - min(oldest)).total_seconds()) if oldest else 0.0
     return counts, age, failure_records
 
@@ -56,9 +58,3 @@ async def keep_sampling(engine: AsyncEngine, interval: float = SAMPLE_INTERVAL_S
     await sampling.keep_sampling(
         "outbox", lambda: sample_outbox(engine), lambda found: metrics.set_outbox(*found), interval
     )
-
-
-def _moment(value: datetime | str) -> datetime:
-    if isinstance(value, str):  # SQLite may hand an aggregate's timestamp back as text
-        value = datetime.fromisoformat(value)
-    return aware(value)
