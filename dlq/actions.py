@@ -255,13 +255,7 @@ class Executor:
 
     def _gives_up(self, entry: Entry) -> bool:
         """A skip of poison its consumer cannot read, that holds a version back."""
-        dead = entry.dead
-        return (
-            self.action is Action.SKIP
-            and dead.is_poison
-            and not dead.has_envelope
-            and dead.holds_a_version
-        )
+        return self.action is Action.SKIP and entry.dead.skipped_by_version
 
 
 async def settle(

@@ -317,7 +317,7 @@ def _explain(todo: Plan, decision: Decision, target: Target, out: Console) -> No
     if decision.action is Action.SKIP:
         for entry in todo.act:
             dead = entry.dead
-            if dead.is_poison and not dead.has_envelope and dead.holds_a_version:
+            if dead.skipped_by_version:
                 out.print(
                     f"note {dead.position}: poison ({dead.reason}) with no readable envelope, "
                     f"holding version {dead.aggregate_version} of {dead.aggregate_type}:"

@@ -160,6 +160,12 @@ class DeadLetter:
         )
 
     @property
+    def skipped_by_version(self) -> bool:
+        """Poison whose envelope cannot be read but that holds a version back: a skip of it
+        is a skip record of that version (``dlq.skip_record``), not its own bytes."""
+        return self.is_poison and not self.has_envelope and self.holds_a_version
+
+    @property
     def failure_key(self) -> FailureKey | None:
         """The ``failed_event`` row this record belongs to (None: provenance headers missing)."""
         topic, partition, offset = (

@@ -28,15 +28,16 @@ from app.context import HandlerContext
 from app.errors import PermanentError
 from app.pipeline.outcomes import Kind
 from app.registry import Registry, handler
-from dlq.actions import Action, Executor, plan
-from dlq.dead import DeadLetter, FailureKey, FailureState, FailureStatus
-from dlq.records import OutRecord, replay_record
+from dlq.actions import Action, plan
+from dlq.dead import DeadLetter, FailureState, FailureStatus
+from dlq.records import replay_record
 from dlq.selection import Entry
 from dlq.status import FailureStore
 from dlq.topics import dlt_topic
 from schemas.envelope import Event
 from tests.pipeline.events import TOPIC, Records, envelope
 from tests.pipeline.support import Db, MakeProcessor, Outbox, kinds, write_effect
+from tests.unit.test_dlq_cli_decides_before_it_publishes import executor, ignore
 
 
 async def test_a_skip_takes_the_dead_version_without_its_handler_and_drains_the_next(
@@ -196,32 +197,6 @@ async def test_a_skip_takes_the_version_of_poison_whose_envelope_failed(
     assert await db.parked("notification") == ["e3"]  # skipped for points only
 
 
-class _Sender:
-    def __init__(self) -> None:
-        self.sent: list[OutRecord] = []
-
-    async def send(self, record: OutRecord, partition: int | None) -> tuple[int, int]:
-        self.sent.append(record)
-        return partition or 0, len(self.sent)
-
-
-class _Rows:
-    def __init__(self) -> None:
-        self.decided: list[tuple[FailureKey, str, str | None]] = []
-
-    async def decide(
-        self, key: FailureKey, seen: FailureState, status: str, by: str, note: str | None
-    ) -> bool:
-        self.decided.append((key, status, note))
-        return True
-
-    async def undo(self, key: FailureKey, seen: FailureState, status: str) -> bool:
-        return True
-
-    async def forget(self, outbox_id: int) -> None:
-        pass
-
-
 async def test_a_skip_of_unreadable_poison_that_names_its_version_takes_that_version(
     make_processor: MakeProcessor,
     registry: Registry,
@@ -242,13 +217,12 @@ async def test_a_skip_of_unreadable_poison_that_names_its_version_takes_that_ver
     assert dead.is_poison and not dead.has_envelope and dead.holds_a_version, dead
 
     todo = plan([Entry(dead, FailureState("dead"))], Action.SKIP, for_consumers=["points"])
-    sender, rows = _Sender(), _Rows()
-    run = Executor(Action.SKIP, sender, rows, "ops", "float id")
-    summary = await run.run(todo.act, lambda *_: None)
+    run, sender, rows = executor(Action.SKIP)
+    summary = await run.run(todo.act, ignore)
 
     assert not summary.errors and not todo.settle
-    [skip] = sender.sent
-    assert [status for _, status, _ in rows.decided] == [FailureStatus.SKIPPED]
+    [(skip, _)] = sender.sent
+    assert [state.status for state in rows.status.values()] == [FailureStatus.SKIPPED]
     outcomes = await make_processor().process([records.delivered(skip)])
     assert kinds(outcomes, "points")[-1] == ("e3", Kind.APPLIED)
     assert await db.version("points") == 3
